@@ -1,0 +1,128 @@
+//! `cclab._core`: thin PyO3 bindings of the simulator. Type conversion and error mapping only:
+//! every error becomes `ConfigError` (a ValueError) or `SimError` (a RuntimeError); no Rust
+//! panic crosses into Python (the core catches them).
+
+use cclab_sim::{cc, Scenario, SimError as CoreError};
+use numpy::IntoPyArray;
+use pyo3::create_exception;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+create_exception!(_core, ConfigError, pyo3::exceptions::PyValueError, "A scenario field is invalid; the message starts with its dotted path.");
+create_exception!(_core, SimError, pyo3::exceptions::PyRuntimeError, "The simulation failed.");
+
+fn parse(config_json: &str) -> PyResult<Scenario> {
+    Scenario::from_json(config_json).map_err(|e| ConfigError::new_err(e.to_string()))
+}
+
+/// Run a normalised scenario (JSON); returns a dict of numpy columns and statistics.
+/// `progress(fraction)` is called now and then; if it raises, the run stops and the
+/// exception propagates (so Ctrl-C works).
+#[pyfunction]
+#[pyo3(signature = (config_json, progress=None))]
+fn simulate<'py>(
+    py: Python<'py>,
+    config_json: &str,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let sc = parse(config_json)?;
+    let mut cb_err: Option<PyErr> = None;
+    let result = py.detach(|| {
+        let mut cb = |frac: f64| -> bool {
+            Python::attach(|py| {
+                let r = py.check_signals().and_then(|_| match &progress {
+                    Some(p) => p.call1(py, (frac,)).map(|_| ()),
+                    None => Ok(()),
+                });
+                match r {
+                    Ok(()) => true,
+                    Err(e) => {
+                        cb_err = Some(e);
+                        false
+                    }
+                }
+            })
+        };
+        cclab_sim::run(&sc, Some(&mut cb))
+    });
+    if let Some(e) = cb_err {
+        return Err(e);
+    }
+    let out = result.map_err(|e| match e {
+        CoreError::Config(m) => ConfigError::new_err(m),
+        other => SimError::new_err(other.to_string()),
+    })?;
+
+    let d = PyDict::new(py);
+    d.set_item("flow_names", out.flow_names)?;
+    d.set_item("link_names", out.link_names)?;
+    let f = PyDict::new(py);
+    let t = out.flows;
+    f.set_item("flow", t.flow.into_pyarray(py))?;
+    f.set_item("t_s", t.t_s.into_pyarray(py))?;
+    f.set_item("cwnd_pkts", t.cwnd_pkts.into_pyarray(py))?;
+    f.set_item("ssthresh_pkts", t.ssthresh_pkts.into_pyarray(py))?;
+    f.set_item("inflight_pkts", t.inflight_pkts.into_pyarray(py))?;
+    f.set_item("srtt_ms", t.srtt_ms.into_pyarray(py))?;
+    f.set_item("rttvar_ms", t.rttvar_ms.into_pyarray(py))?;
+    f.set_item("min_rtt_ms", t.min_rtt_ms.into_pyarray(py))?;
+    f.set_item("rto_ms", t.rto_ms.into_pyarray(py))?;
+    f.set_item("delivered_bytes", t.delivered_bytes.into_pyarray(py))?;
+    f.set_item("retrans_pkts", t.retrans_pkts.into_pyarray(py))?;
+    f.set_item("ca_state", t.ca_state.into_pyarray(py))?;
+    f.set_item("pacing_rate_bps", t.pacing_rate_bps.into_pyarray(py))?;
+    d.set_item("flows", f)?;
+    let l = PyDict::new(py);
+    let lt = out.links;
+    l.set_item("link", lt.link.into_pyarray(py))?;
+    l.set_item("t_s", lt.t_s.into_pyarray(py))?;
+    l.set_item("queue_pkts", lt.queue_pkts.into_pyarray(py))?;
+    l.set_item("queue_bytes", lt.queue_bytes.into_pyarray(py))?;
+    l.set_item("drops", lt.drops.into_pyarray(py))?;
+    l.set_item("tx_bytes", lt.tx_bytes.into_pyarray(py))?;
+    d.set_item("links", l)?;
+    let e = PyDict::new(py);
+    let ev = out.events;
+    e.set_item("t_s", ev.t_s.into_pyarray(py))?;
+    e.set_item("flow", ev.flow.into_pyarray(py))?;
+    e.set_item("kind", ev.kind)?;
+    e.set_item("detail", ev.detail)?;
+    d.set_item("events", e)?;
+    let json = py.import("json")?;
+    let fs = serde_json::to_string(&out.flow_stats).map_err(|e| SimError::new_err(e.to_string()))?;
+    d.set_item("flow_stats", json.call_method1("loads", (fs,))?)?;
+    let ls = serde_json::to_string(&out.link_stats).map_err(|e| SimError::new_err(e.to_string()))?;
+    d.set_item("link_stats", json.call_method1("loads", (ls,))?)?;
+    d.set_item("events_processed", out.events_processed)?;
+    d.set_item("sim_duration_s", out.sim_duration_s)?;
+    Ok(d)
+}
+
+/// Check a normalised scenario without running it; raises ConfigError naming the field.
+#[pyfunction]
+fn validate(config_json: &str) -> PyResult<()> {
+    parse(config_json).map(|_| ())
+}
+
+/// JSON list of the algorithms and presets: name, base, description, source, params.
+#[pyfunction]
+fn algorithms() -> PyResult<String> {
+    serde_json::to_string(&cc::algorithms()).map_err(|e| SimError::new_err(e.to_string()))
+}
+
+/// Version of the compiled core.
+#[pyfunction]
+fn version() -> &'static str {
+    cclab_sim::VERSION
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add("ConfigError", m.py().get_type::<ConfigError>())?;
+    m.add("SimError", m.py().get_type::<SimError>())?;
+    Ok(())
+}

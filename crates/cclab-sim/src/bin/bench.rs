@@ -1,0 +1,78 @@
+//! `cclab-bench`: the core's benchmark. Runs a scenario JSON (default: the S0 25 ms path with
+//! per-ACK tracing) and prints wall time, events per second and peak memory (VmHWM).
+//!
+//! Usage: cclab-bench [SCENARIO.json] [--cc NAME]
+
+use cclab_sim::{simulate_json, Scenario};
+use std::time::Instant;
+
+const DEFAULT: &str = r#"{
+  "name": "bench-s0-25ms", "duration_s": 100.0, "seed": 1,
+  "sim": {"trace": "ack"},
+  "bottleneck": {
+    "fwd": {"rate_bps": 64000000, "delay_ms": 12.5, "queue_pkts": 1000,
+            "loss_model": {"kind": "bernoulli", "p": 0.0001}},
+    "rev": {"rate_bps": 64000000, "delay_ms": 12.5, "queue_pkts": 1000}
+  },
+  "flows": [{"name": "cubic", "sender": "sender", "receiver": "receiver", "cc": "cubic",
+             "mss_bytes": 948, "max_cwnd_pkts": 200}]
+}"#;
+
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut json = DEFAULT.to_string();
+    let mut cc: Option<String> = None;
+    let mut i = 0;
+    while i < args.len() {
+        if args[i] == "--cc" {
+            cc = args.get(i + 1).cloned();
+            i += 2;
+            continue;
+        }
+        json = std::fs::read_to_string(&args[i]).unwrap_or_else(|e| {
+            eprintln!("cclab-bench: cannot read {}: {e}", args[i]);
+            std::process::exit(2)
+        });
+        i += 1;
+    }
+    if let Some(cc) = cc {
+        let mut sc: Scenario = serde_json::from_str(&json).expect("scenario JSON");
+        for f in &mut sc.flows {
+            f.cc = cc.clone();
+        }
+        json = serde_json::to_string(&sc).expect("serialise");
+    }
+    let t0 = Instant::now();
+    let out = match simulate_json(&json, None) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("cclab-bench: {e}");
+            std::process::exit(2)
+        }
+    };
+    let wall = t0.elapsed().as_secs_f64();
+    let delivered: u64 = out.flow_stats.iter().map(|f| f.delivered_bytes).sum();
+    println!("wall_s={wall:.3}");
+    println!("events={}", out.events_processed);
+    println!("events_per_s={:.0}", out.events_processed as f64 / wall);
+    println!("flow_rows={}", out.flows.len());
+    println!("delivered_bytes={delivered}");
+    for f in &out.flow_stats {
+        println!(
+            "flow={} goodput_mbps={:.3} retrans={} rto={}",
+            f.flow,
+            f.goodput_bps / 1e6,
+            f.retrans_pkts,
+            f.rto_count
+        );
+    }
+    if let Some(kib) = peak_rss_kib() {
+        println!("peak_rss_mib={:.1}", kib as f64 / 1024.0);
+    }
+}

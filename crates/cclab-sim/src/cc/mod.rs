@@ -1,0 +1,144 @@
+//! Congestion control: one trait mirroring Linux's `struct tcp_congestion_ops`
+//! (include/net/tcp.h, Linux 6.18), one file per algorithm, and a registry that builds an
+//! algorithm from its name and tunables.
+//!
+//! The TCP machinery (loss detection, recovery, PRR, RTO, undo) lives in `crate::tcp` and is
+//! written once; an algorithm supplies only its window math through these hooks, exactly where
+//! the kernel calls them. Hooks get the shared sender state as `&mut TcpSock` (Linux's `tp`) and
+//! keep their private state in `self` (Linux's `inet_csk_ca(sk)`).
+
+mod registry;
+pub mod reno;
+pub mod cubic;
+
+pub use registry::{algorithms, build, AlgorithmInfo, CcError, ParamInfo, ParamValue, Params};
+
+use crate::tcp::sock::TcpSock;
+
+/// TCP congestion-avoidance state machine (`enum tcp_ca_state`, include/net/tcp.h).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum CaState {
+    /// Nothing bad has been observed.
+    Open = 0,
+    /// Dupacks or SACKs seen, no loss marked yet.
+    Disorder = 1,
+    /// cwnd reduced because of ECN or local congestion.
+    Cwr = 2,
+    /// Fast recovery after loss detected by dupacks/SACK/RACK.
+    Recovery = 3,
+    /// Loss recovery after a retransmission timeout.
+    Loss = 4,
+}
+
+/// Events passed to `cwnd_event` (`enum tcp_ca_event`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaEvent {
+    /// First transmit when no packets in flight.
+    TxStart,
+    /// Congestion window restart after idle.
+    CwndRestart,
+    /// End of congestion recovery.
+    CompleteCwr,
+    /// Loss timeout.
+    Loss,
+    /// ECT set, but not CE marked.
+    EcnNoCe,
+    /// Received CE marked IP packet.
+    EcnIsCe,
+}
+
+/// `in_ack_event` flags (`enum tcp_ca_ack_event_flags`).
+pub mod ack_flags {
+    /// In slow path processing.
+    pub const CA_ACK_SLOWPATH: u32 = 1 << 0;
+    /// ACK updated window.
+    pub const CA_ACK_WIN_UPDATE: u32 = 1 << 1;
+    /// ECE bit is set on ack.
+    pub const CA_ACK_ECE: u32 = 1 << 2;
+}
+
+/// Per-ACK sample given to `pkts_acked` (`struct ack_sample`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AckSample {
+    /// Segments newly cumulatively acked by this ACK.
+    pub pkts_acked: u32,
+    /// RTT sample in microseconds, or negative when this ACK gave none (Karn's rule).
+    pub rtt_us: i64,
+    /// Packets in flight before this ACK (`in_flight`).
+    pub in_flight: u32,
+}
+
+/// Delivery-rate sample (`struct rate_sample`, net/ipv4/tcp_rate.c), for `cong_control`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RateSample {
+    /// Starting timestamp of the sampled interval, microseconds.
+    pub prior_mstamp_us: u64,
+    /// `tp->delivered` at `prior_mstamp_us`.
+    pub prior_delivered: u32,
+    /// Segments delivered over the interval (negative when no valid sample).
+    pub delivered: i32,
+    /// Length of the interval, microseconds (negative when no valid sample).
+    pub interval_us: i64,
+    /// Send-side interval, microseconds.
+    pub snd_interval_us: u32,
+    /// Receive-side interval, microseconds.
+    pub rcv_interval_us: u32,
+    /// RTT of the last (S)ACKed packet, microseconds (-1 when none).
+    pub rtt_us: i64,
+    /// Segments newly marked lost by this ACK.
+    pub losses: i32,
+    /// Segments newly (S)ACKed by this ACK.
+    pub acked_sacked: u32,
+    /// Packets in flight before this ACK.
+    pub prior_in_flight: u32,
+    /// Whether the sample is from an application-limited interval.
+    pub is_app_limited: bool,
+    /// Whether the sample is from a retransmitted packet.
+    pub is_retrans: bool,
+    /// Whether this ACK is (likely) a delayed ACK.
+    pub is_ack_delayed: bool,
+}
+
+/// A congestion-control algorithm: Linux's `tcp_congestion_ops` as a trait.
+///
+/// Every hook has the kernel's default behaviour; an algorithm overrides what its
+/// `tcp_<name>.c` sets in its ops table. `ssthresh` and `undo_cwnd` are required in Linux too.
+pub trait CongestionControl: Send {
+    /// Linux name of the algorithm (`ops->name`), e.g. "cubic".
+    fn name(&self) -> &'static str;
+
+    /// Called once when the connection starts (`init`).
+    fn init(&mut self, _tp: &mut TcpSock) {}
+
+    /// New slow-start threshold on loss or ECN (`ssthresh`), packets.
+    fn ssthresh(&mut self, tp: &mut TcpSock) -> u32;
+
+    /// Grow cwnd on an ACK in Open/Disorder/Loss state (`cong_avoid`); `acked` is the number of
+    /// newly acked or SACKed segments.
+    fn cong_avoid(&mut self, _tp: &mut TcpSock, _ack: u64, _acked: u32) {}
+
+    /// The CA state is about to change to `new_state` (`set_state`).
+    fn set_state(&mut self, _tp: &mut TcpSock, _new_state: CaState) {}
+
+    /// A congestion event happened (`cwnd_event`).
+    fn cwnd_event(&mut self, _tp: &mut TcpSock, _event: CaEvent) {}
+
+    /// An ACK arrived; `flags` are `ack_flags::*` (`in_ack_event`).
+    fn in_ack_event(&mut self, _tp: &mut TcpSock, _flags: u32) {}
+
+    /// Segments were cumulatively acked, with an RTT sample if any (`pkts_acked`).
+    fn pkts_acked(&mut self, _tp: &mut TcpSock, _sample: &AckSample) {}
+
+    /// cwnd to restore when a reduction is undone (`undo_cwnd`).
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32;
+
+    /// Whether this algorithm replaces the stock cwnd logic with `cong_control` (as BBR does).
+    fn has_cong_control(&self) -> bool {
+        false
+    }
+
+    /// Full control of cwnd and pacing on every ACK (`cong_control`); only called when
+    /// `has_cong_control()` is true.
+    fn cong_control(&mut self, _tp: &mut TcpSock, _ack: u64, _flag: u32, _rs: &RateSample) {}
+}

@@ -1,0 +1,121 @@
+//! # cclab-sim: a deterministic, Linux-faithful TCP simulator
+//!
+//! A discrete-event simulator of TCP flows over the network models of `cclab-net`. Time is
+//! integer nanoseconds; events at equal times run in insertion order; every random element has
+//! its own stream derived from (seed, element name). So the same scenario and seed give the same
+//! trace, bit for bit, and adding a flow does not change another link's losses.
+//!
+//! The TCP sender and receiver follow Linux 6.18 (`net/ipv4/tcp_input.c`, `tcp_output.c`,
+//! `tcp_timer.c`, `tcp_recovery.c`): SACK with RACK loss detection, PRR, undo (D-SACK and
+//! timestamps, i.e. Eifel detection), F-RTO, RFC 6298 RTO with Linux's floors and jiffies,
+//! delayed and quick ACKs, SACK compression. Congestion control sits behind one trait that
+//! mirrors `tcp_congestion_ops` (`cc`), one algorithm per file.
+//!
+//! Layers: `engine` (event queue), `world` (the network and the event loop), `tcp` (protocol),
+//! `cc` (algorithms), `trace` (columnar output), `config` (the scenario as the core reads it).
+
+pub mod cc;
+pub mod config;
+pub mod engine;
+pub mod tcp;
+pub mod trace;
+pub mod world;
+
+use serde::Serialize;
+
+pub use config::{ConfigError, Scenario};
+pub use trace::{EventTrace, FlowTrace, LinkTrace};
+
+/// Version of the core, reported in summaries.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Why a run could not happen.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SimError {
+    /// The scenario is invalid; the message starts with the field's dotted path.
+    #[error("{0}")]
+    Config(String),
+    /// The progress callback asked to stop.
+    #[error("run cancelled")]
+    Cancelled,
+    /// Something failed inside the simulator (a bug: please report it).
+    #[error("internal simulator error: {0}")]
+    Internal(String),
+}
+
+impl From<ConfigError> for SimError {
+    fn from(e: ConfigError) -> Self {
+        SimError::Config(e.to_string())
+    }
+}
+
+/// Per-flow results.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowStats {
+    pub flow: String,
+    /// In-order bytes delivered to the receiving application * 8 / time from start to
+    /// completion (or to the end of the run).
+    pub goodput_bps: f64,
+    pub delivered_bytes: u64,
+    pub retrans_pkts: u64,
+    pub rto_count: u64,
+    pub fast_retransmit_count: u64,
+    pub spurious_rto_count: u64,
+    pub undo_count: u64,
+    pub sent_pkts: u64,
+    pub acks_sent: u64,
+    pub start_s: f64,
+    pub completion_s: Option<f64>,
+}
+
+/// Per-link counters.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkStats {
+    pub link: String,
+    pub enqueued_pkts: u64,
+    pub dropped_loss_pkts: u64,
+    pub dropped_queue_pkts: u64,
+    pub tx_bytes: u64,
+    pub delivered_pkts: u64,
+}
+
+/// Everything a run produces.
+#[derive(Debug, Clone)]
+pub struct RunOutput {
+    pub flow_names: Vec<String>,
+    pub link_names: Vec<String>,
+    pub flows: FlowTrace,
+    pub links: LinkTrace,
+    pub events: EventTrace,
+    pub flow_stats: Vec<FlowStats>,
+    pub link_stats: Vec<LinkStats>,
+    pub events_processed: u64,
+    pub sim_duration_s: f64,
+}
+
+/// Run a validated scenario.
+pub fn run(
+    sc: &Scenario,
+    progress: Option<&mut dyn FnMut(f64) -> bool>,
+) -> Result<RunOutput, SimError> {
+    let world = world::World::new(sc)?;
+    // A panic is a bug; catch it so it never crosses into Python.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || world.run(progress)))
+        .map_err(|e| {
+            let msg = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "panic".into());
+            SimError::Internal(msg)
+        })?
+}
+
+/// Parse the normalised scenario JSON and run it.
+pub fn simulate_json(
+    json: &str,
+    progress: Option<&mut dyn FnMut(f64) -> bool>,
+) -> Result<RunOutput, SimError> {
+    let sc = Scenario::from_json(json)?;
+    run(&sc, progress)
+}

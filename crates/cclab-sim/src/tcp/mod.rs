@@ -1,0 +1,11 @@
+//! TCP, faithful to Linux 6.18 (this machine's kernel): sender, receiver, RTT estimation, loss
+//! recovery. Each function names the kernel function it follows.
+
+pub mod minmax;
+pub mod receiver;
+mod recovery;
+mod rtt;
+pub mod segment;
+pub mod sender;
+pub mod skb;
+pub mod sock;

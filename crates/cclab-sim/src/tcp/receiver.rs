@@ -1,0 +1,495 @@
+//! The TCP receiver: Linux 6.18's ACK policy (`net/ipv4/tcp_input.c`: `tcp_data_queue`,
+//! `tcp_event_data_recv`, `__tcp_ack_snd_check`, `tcp_sack_new_ofo_skb`, `tcp_dsack_set`;
+//! `net/ipv4/tcp_output.c`: `tcp_send_delayed_ack`; `net/ipv4/tcp_timer.c`: `tcp_delack_timer`).
+//!
+//! - Quick ACKs at start: the first `min(rcv_wnd / (2 * mss), 16)` ACKs are immediate, with
+//!   the initial rcv_wnd of 10 MSS Linux offers (so 5).
+//! - Afterwards an ACK for every second full segment ("more than one full frame received"),
+//!   else a delayed ACK after `ato` (adaptive, at least `TCP_ATO_MIN` = 40 ms, at most 200 ms).
+//! - Out-of-order data: SACK blocks (RFC 2018, most recent first, up to 4, 3 with timestamps),
+//!   D-SACK (RFC 2883) for duplicates; the first 3 dupacks per hole go out at once, later ones
+//!   are compressed (`tcp_comp_sack_nr` = 44, delay min(1 ms, rtt/20)).
+//! - An immediate ACK when a hole is filled, and for duplicate data.
+//! - Timestamps: TSecr echoes `ts_recent`, updated only by segments at or below `rcv_wup`.
+//!
+//! We diverge: the receive window is a fixed `rwnd_bytes` (no autotuning) and the
+//! application reads every byte at once.
+
+use crate::tcp::segment::{AckSeg, DataSeg, SeqRange};
+
+/// `TCP_MAX_QUICKACKS`.
+const MAX_QUICKACKS: u32 = 16;
+/// `TCP_DEFAULT_INIT_RCVWND`: initial receive window, in MSS.
+const INIT_RCVWND_MSS: u32 = 10;
+/// `TCP_FASTRETRANS_THRESH`.
+const FASTRETRANS_THRESH: u32 = 3;
+/// `sysctl_tcp_comp_sack_nr`.
+const COMP_SACK_NR: u32 = 44;
+/// `sysctl_tcp_comp_sack_delay_ns`.
+const COMP_SACK_DELAY_NS: u64 = 1_000_000;
+/// `TCP_TIMEOUT_INIT`: the receiver's RTO (it sends no data, so it never measures one), us.
+const RECEIVER_RTO_US: u64 = 1_000_000;
+/// `TCP_NUM_SACKS`.
+const NUM_SACKS: usize = 4;
+
+/// Static settings of one receiver.
+#[derive(Debug, Clone)]
+pub struct ReceiverConfig {
+    pub mss_bytes: u32,
+    pub sack: bool,
+    pub timestamps: bool,
+    pub delayed_ack: bool,
+    /// Advertised window, bytes.
+    pub rwnd_bytes: u64,
+    /// Bytes the application expects (u64::MAX for bulk).
+    pub size_bytes: u64,
+    pub hz: u32,
+}
+
+/// One TCP receiver.
+pub struct Receiver {
+    cfg: ReceiverConfig,
+    /// Next byte expected.
+    pub rcv_nxt: u64,
+    /// rcv_nxt when the last ACK was sent (`rcv_wup`).
+    rcv_wup: u64,
+    /// Out-of-order data held, sorted, disjoint.
+    ofo: Vec<SeqRange>,
+    /// SACK blocks to report, most recent first (`selective_acks`).
+    sacks: Vec<SeqRange>,
+    /// Pending D-SACK block.
+    dsack: Option<SeqRange>,
+    ts_recent: u32,
+    /// `icsk_ack.quick`.
+    quick: u32,
+    /// `icsk_ack.ato`, jiffies (0 = no data yet).
+    ato: u64,
+    /// `icsk_ack.lrcvtime`, jiffies.
+    lrcvtime: u64,
+    /// An ACK is scheduled (`ICSK_ACK_SCHED`).
+    ack_sched: bool,
+    /// Send an ACK at once (`ICSK_ACK_NOW`).
+    ack_now: bool,
+    /// Delayed-ACK timer deadline, ns.
+    delack_deadline: Option<u64>,
+    compressed_ack: u32,
+    compressed_ack_rcv_nxt: u64,
+    dup_ack_counter: u32,
+    /// SACK-compression timer deadline, ns.
+    comp_deadline: Option<u64>,
+    /// Receiver-side RTT estimate from timestamps, us (0 = none).
+    rcv_rtt_us: u64,
+    now_ns: u64,
+    /// Bytes delivered in order to the application.
+    pub delivered_bytes: u64,
+    /// When the application got its last byte (fixed-size flows), ns.
+    pub completion_ns: Option<u64>,
+    /// ACKs sent.
+    pub acks_sent: u64,
+}
+
+impl Receiver {
+    /// A receiver expecting byte 0.
+    pub fn new(cfg: ReceiverConfig) -> Self {
+        Receiver {
+            cfg,
+            rcv_nxt: 0,
+            rcv_wup: 0,
+            ofo: Vec::new(),
+            sacks: Vec::new(),
+            dsack: None,
+            ts_recent: 0,
+            quick: 0,
+            ato: 0,
+            lrcvtime: 0,
+            ack_sched: false,
+            ack_now: false,
+            delack_deadline: None,
+            compressed_ack: 0,
+            compressed_ack_rcv_nxt: 0,
+            dup_ack_counter: 0,
+            comp_deadline: None,
+            rcv_rtt_us: 0,
+            now_ns: 0,
+            delivered_bytes: 0,
+            completion_ns: None,
+            acks_sent: 0,
+        }
+    }
+
+    fn jiffies(&self) -> u64 {
+        self.now_ns * self.cfg.hz as u64 / 1_000_000_000
+    }
+
+    fn ato_min(&self) -> u64 {
+        (self.cfg.hz / 25) as u64 // TCP_ATO_MIN = HZ / 25
+    }
+
+    fn ts_now(&self) -> u32 {
+        (self.now_ns / 1_000_000) as u32 + 1
+    }
+
+    fn rto_jiffies(&self) -> u64 {
+        RECEIVER_RTO_US * self.cfg.hz as u64 / 1_000_000
+    }
+
+    /// Earliest pending timer, ns.
+    pub fn timer_deadline_ns(&self) -> Option<u64> {
+        match (self.delack_deadline, self.comp_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// `tcp_incr_quickack`.
+    fn incr_quickack(&mut self, max_quickacks: u32) {
+        let rcv_wnd = (INIT_RCVWND_MSS * self.cfg.mss_bytes) as u64;
+        let mut q = (rcv_wnd / (2 * self.cfg.mss_bytes as u64)) as u32;
+        if q == 0 {
+            q = 2;
+        }
+        q = q.min(max_quickacks);
+        if q > self.quick {
+            self.quick = q;
+        }
+    }
+
+    /// `tcp_event_data_recv`: ATO estimation.
+    fn event_data_recv(&mut self) {
+        self.ack_sched = true;
+        let now = self.jiffies();
+        let ato_min = self.ato_min();
+        if self.ato == 0 {
+            self.incr_quickack(MAX_QUICKACKS);
+            self.ato = ato_min;
+        } else {
+            let m = now - self.lrcvtime;
+            if m <= ato_min / 2 {
+                // The fastest case is the first.
+                self.ato = (self.ato >> 1) + ato_min / 2;
+            } else if m < self.ato {
+                self.ato = ((self.ato >> 1) + m).min(self.rto_jiffies());
+            } else if m > self.rto_jiffies() {
+                // Too long gap. Apparently sender failed to restart window.
+                self.incr_quickack(MAX_QUICKACKS);
+            }
+        }
+        self.lrcvtime = now;
+    }
+
+    /// A data segment arrived; ACKs to send go to `out`.
+    pub fn on_data(&mut self, now_ns: u64, seg: &DataSeg, out: &mut Vec<AckSeg>) {
+        self.now_ns = now_ns;
+        let (seq, end) = (seg.seq, seg.seq + seg.len as u64);
+        if self.cfg.timestamps {
+            // tcp_replace_ts_recent: only segments at or below the last ACKed point.
+            if seq <= self.rcv_wup {
+                self.ts_recent = seg.tsval;
+            }
+            // tcp_rcv_rtt_measure_ts (EWMA of timestamp echoes; ms resolution).
+            if seg.tsecr != 0 && seg.len >= self.cfg.mss_bytes {
+                let sample_us = (self.ts_now().wrapping_sub(seg.tsecr) as u64).max(1) * 1000;
+                self.rcv_rtt_us = if self.rcv_rtt_us == 0 {
+                    sample_us
+                } else {
+                    (7 * self.rcv_rtt_us + sample_us) / 8
+                };
+            }
+        }
+        if end <= self.rcv_nxt {
+            // A retransmit of data we have: D-SACK it and ACK at once.
+            self.dsack_set(seq, end);
+            self.incr_quickack(MAX_QUICKACKS);
+            self.ack_sched = true;
+        } else if seq <= self.rcv_nxt {
+            if seq < self.rcv_nxt {
+                self.dsack_set(seq, self.rcv_nxt);
+            }
+            self.advance(end);
+            self.event_data_recv();
+        } else {
+            self.data_queue_ofo(seq, end);
+        }
+        self.ack_snd_check(out);
+    }
+
+    /// In-order data up to `end`: move the out-of-order queue in (`tcp_ofo_queue`).
+    fn advance(&mut self, end: u64) {
+        let had_ofo = !self.ofo.is_empty();
+        self.rcv_nxt = self.rcv_nxt.max(end);
+        while let Some(first) = self.ofo.first().copied() {
+            if first.start > self.rcv_nxt {
+                break;
+            }
+            self.rcv_nxt = self.rcv_nxt.max(first.end);
+            self.ofo.remove(0);
+        }
+        // tcp_sack_remove: drop blocks now covered by rcv_nxt.
+        let nxt = self.rcv_nxt;
+        self.sacks.retain(|b| b.start > nxt);
+        if had_ofo && self.ofo.is_empty() {
+            // RFC 5681 4.2: SHOULD send immediate ACK when the gap is filled.
+            self.ack_now = true;
+        }
+        let new_delivered = self.rcv_nxt.min(self.cfg.size_bytes);
+        if new_delivered > self.delivered_bytes {
+            self.delivered_bytes = new_delivered;
+            if self.cfg.size_bytes != u64::MAX && new_delivered >= self.cfg.size_bytes {
+                self.completion_ns.get_or_insert(self.now_ns);
+            }
+        }
+    }
+
+    /// `tcp_dsack_set`.
+    fn dsack_set(&mut self, seq: u64, end: u64) {
+        if self.cfg.sack {
+            self.dsack = Some(SeqRange { start: seq, end });
+        }
+    }
+
+    /// `tcp_data_queue_ofo` + `tcp_sack_new_ofo_skb`.
+    fn data_queue_ofo(&mut self, seq: u64, end: u64) {
+        self.ack_sched = true;
+        let r = SeqRange { start: seq, end };
+        // Insert into the sorted ofo list, detecting duplicates.
+        let pos = self.ofo.partition_point(|x| x.end < seq);
+        if pos < self.ofo.len() && self.ofo[pos].start <= seq && self.ofo[pos].end >= end {
+            self.dsack_set(seq, end);
+            return;
+        }
+        let mut merged = r;
+        let mut j = pos;
+        while j < self.ofo.len() && self.ofo[j].start <= merged.end {
+            merged.start = merged.start.min(self.ofo[j].start);
+            merged.end = merged.end.max(self.ofo[j].end);
+            j += 1;
+        }
+        self.ofo.splice(pos..j, std::iter::once(merged));
+        if !self.cfg.sack {
+            return;
+        }
+        // tcp_sack_new_ofo_skb: extend a block (and move it first) or add one in front.
+        for i in 0..self.sacks.len() {
+            let b = self.sacks[i];
+            if seq <= b.end && b.start <= end {
+                let nb = SeqRange { start: b.start.min(seq), end: b.end.max(end) };
+                self.sacks.remove(i);
+                self.sacks.insert(0, nb);
+                // tcp_sack_maybe_coalesce
+                let mut k = 1;
+                while k < self.sacks.len() {
+                    let o = self.sacks[k];
+                    if o.start <= self.sacks[0].end && self.sacks[0].start <= o.end {
+                        self.sacks[0].start = self.sacks[0].start.min(o.start);
+                        self.sacks[0].end = self.sacks[0].end.max(o.end);
+                        self.sacks.remove(k);
+                    } else {
+                        k += 1;
+                    }
+                }
+                return;
+            }
+        }
+        if self.sacks.len() >= NUM_SACKS {
+            self.sacks.pop();
+        }
+        self.sacks.insert(0, r);
+    }
+
+    /// `__tcp_ack_snd_check`.
+    fn ack_snd_check(&mut self, out: &mut Vec<AckSeg>) {
+        if !self.ack_sched {
+            return;
+        }
+        let more_than_one_frame = self.rcv_nxt - self.rcv_wup > self.cfg.mss_bytes as u64;
+        let quickack = self.quick > 0;
+        if more_than_one_frame || quickack || self.ack_now || !self.cfg.delayed_ack {
+            self.send_ack(out);
+            return;
+        }
+        if self.ofo.is_empty() && self.dsack.is_none() {
+            self.send_delayed_ack(out);
+            return;
+        }
+        if !self.cfg.sack || self.compressed_ack >= COMP_SACK_NR {
+            self.send_ack(out);
+            return;
+        }
+        if self.compressed_ack_rcv_nxt != self.rcv_nxt {
+            self.compressed_ack_rcv_nxt = self.rcv_nxt;
+            self.dup_ack_counter = 0;
+        }
+        if self.dup_ack_counter < FASTRETRANS_THRESH {
+            self.dup_ack_counter += 1;
+            self.send_ack(out);
+            return;
+        }
+        self.compressed_ack += 1;
+        if self.comp_deadline.is_some() {
+            return;
+        }
+        let delay = COMP_SACK_DELAY_NS.min(self.rcv_rtt_us * 1000 / 20);
+        self.comp_deadline = Some(self.now_ns + delay.max(1));
+    }
+
+    /// `tcp_send_delayed_ack`.
+    fn send_delayed_ack(&mut self, out: &mut Vec<AckSeg>) {
+        let ato_min = self.ato_min();
+        let mut ato = self.ato;
+        if ato > ato_min {
+            let max_ato = (self.cfg.hz / 2) as u64; // HZ/2; no srtt on a pure receiver
+            ato = ato.min(max_ato);
+        }
+        let delack_max = (self.cfg.hz / 5) as u64; // TCP_DELACK_MAX = HZ/5
+        ato = ato.min(delack_max);
+        let hz = self.cfg.hz as u64;
+        let now_j = self.jiffies();
+        let mut timeout_j = now_j + ato;
+        if let Some(d) = self.delack_deadline {
+            let d_j = d * hz / 1_000_000_000;
+            if d_j <= now_j + (ato >> 2) {
+                self.send_ack(out);
+                return;
+            }
+            timeout_j = timeout_j.min(d_j);
+        }
+        let deadline = (timeout_j * 1_000_000_000).div_ceil(hz);
+        self.delack_deadline = Some(deadline.max(self.now_ns + 1));
+    }
+
+    /// A receiver timer fired (delayed ACK or SACK compression).
+    pub fn on_timer(&mut self, now_ns: u64, out: &mut Vec<AckSeg>) {
+        self.now_ns = now_ns;
+        if self.comp_deadline.is_some_and(|d| d <= now_ns) {
+            self.comp_deadline = None;
+            if self.compressed_ack > 0 {
+                self.send_ack(out);
+            }
+        }
+        if self.delack_deadline.is_some_and(|d| d <= now_ns) {
+            self.delack_deadline = None;
+            if self.ack_sched {
+                // Delayed ACK missed: inflate ATO.
+                self.ato = (self.ato << 1).min(self.rto_jiffies());
+                self.send_ack(out);
+            }
+        }
+    }
+
+    /// `tcp_send_ack` + `tcp_event_ack_sent`.
+    fn send_ack(&mut self, out: &mut Vec<AckSeg>) {
+        let mut a = AckSeg {
+            ack: self.rcv_nxt,
+            rwnd_bytes: self.cfg.rwnd_bytes,
+            sack: [SeqRange::default(); 4],
+            n_sack: 0,
+            tsval: if self.cfg.timestamps { self.ts_now() } else { 0 },
+            tsecr: if self.cfg.timestamps { self.ts_recent } else { 0 },
+        };
+        if self.cfg.sack {
+            let max_blocks = if self.cfg.timestamps { 3 } else { 4 };
+            let mut n = 0;
+            if let Some(d) = self.dsack.take() {
+                a.sack[n] = d;
+                n += 1;
+            }
+            for b in &self.sacks {
+                if n >= max_blocks {
+                    break;
+                }
+                a.sack[n] = *b;
+                n += 1;
+            }
+            a.n_sack = n as u8;
+        }
+        out.push(a);
+        self.acks_sent += 1;
+        // tcp_dec_quickack_mode
+        if self.quick > 0 && self.ack_sched {
+            if self.quick <= 1 {
+                self.quick = 0;
+                self.ato = self.ato_min();
+            } else {
+                self.quick -= 1;
+            }
+        }
+        self.ack_sched = false;
+        self.ack_now = false;
+        self.delack_deadline = None;
+        self.comp_deadline = None;
+        self.compressed_ack = 0;
+        self.rcv_wup = self.rcv_nxt;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rcv(delayed: bool) -> Receiver {
+        Receiver::new(ReceiverConfig {
+            mss_bytes: 1000,
+            sack: true,
+            timestamps: true,
+            delayed_ack: delayed,
+            rwnd_bytes: 1 << 30,
+            size_bytes: u64::MAX,
+            hz: 1000,
+        })
+    }
+
+    fn seg(i: u64) -> DataSeg {
+        DataSeg { seq: i * 1000, len: 1000, tsval: 1, tsecr: 0, retrans: false }
+    }
+
+    #[test]
+    fn quickacks_then_every_second_segment() {
+        let mut r = rcv(true);
+        let mut out = Vec::new();
+        for i in 0..5 {
+            r.on_data(i * 1000, &seg(i), &mut out);
+        }
+        assert_eq!(out.len(), 5, "the first 5 segments are quick-acked");
+        out.clear();
+        for i in 5..15 {
+            r.on_data(i * 1000 + 10_000, &seg(i), &mut out);
+        }
+        assert_eq!(out.len(), 5, "then one ACK per two full segments");
+        assert_eq!(out.last().unwrap().ack, 15_000);
+    }
+
+    #[test]
+    fn lone_segment_waits_for_the_delayed_ack_timer() {
+        let mut r = rcv(true);
+        let mut out = Vec::new();
+        for i in 0..5 {
+            r.on_data(0, &seg(i), &mut out);
+        }
+        out.clear();
+        r.on_data(1_000_000_000, &seg(5), &mut out);
+        assert!(out.is_empty());
+        let d = r.timer_deadline_ns().unwrap();
+        assert!(d >= 1_000_000_000 + 40_000_000, "at least TCP_ATO_MIN");
+        r.on_timer(d, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].ack, 6000);
+    }
+
+    #[test]
+    fn hole_gives_sack_blocks_and_dsack_for_duplicates() {
+        let mut r = rcv(true);
+        let mut out = Vec::new();
+        r.on_data(0, &seg(0), &mut out);
+        r.on_data(0, &seg(2), &mut out);
+        r.on_data(0, &seg(3), &mut out);
+        let last = out.last().unwrap();
+        assert_eq!(last.ack, 1000);
+        assert_eq!(last.sacks(), &[SeqRange { start: 2000, end: 4000 }]);
+        r.on_data(0, &seg(1), &mut out);
+        assert_eq!(out.last().unwrap().ack, 4000, "filling the hole ACKs at once");
+        r.on_data(0, &seg(1), &mut out);
+        let d = out.last().unwrap();
+        assert_eq!(d.sacks()[0], SeqRange { start: 1000, end: 2000 }, "D-SACK first");
+        assert_eq!(r.delivered_bytes, 4000);
+    }
+}

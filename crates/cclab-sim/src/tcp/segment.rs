@@ -1,0 +1,67 @@
+//! What travels between sender and receiver: data segments and ACKs.
+//!
+//! Only the header fields TCP logic reads are modelled. Sequence numbers are u64 bytes from 0
+//! (the SYN handshake is not simulated: a flow starts established, as after Linux's
+//! `tcp_finish_connect`). Timestamps (RFC 7323) are u32 milliseconds, Linux's default TS clock.
+
+/// Bytes of IPv4 + TCP headers without options.
+pub const HEADER_BYTES: u32 = 40;
+/// Bytes of the timestamp option as Linux sends it (NOP, NOP, TS: 12).
+pub const TS_OPTION_BYTES: u32 = 12;
+/// Bytes of SACK option overhead (NOP, NOP, kind, len) and per block.
+pub const SACK_BASE_BYTES: u32 = 4;
+/// Bytes per SACK block.
+pub const SACK_BLOCK_BYTES: u32 = 8;
+
+/// A contiguous byte range [start, end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SeqRange {
+    pub start: u64,
+    pub end: u64,
+}
+
+/// A data segment.
+#[derive(Debug, Clone, Copy)]
+pub struct DataSeg {
+    /// First byte.
+    pub seq: u64,
+    /// Payload bytes.
+    pub len: u32,
+    /// TSval (sender clock, ms); 0 when timestamps are off.
+    pub tsval: u32,
+    /// TSecr (echo of the receiver's latest TSval).
+    pub tsecr: u32,
+    /// Whether this is a retransmission (for traces only; TCP logic never reads it).
+    pub retrans: bool,
+}
+
+/// An acknowledgement, with up to 4 SACK blocks (the first may be a D-SACK).
+#[derive(Debug, Clone, Copy)]
+pub struct AckSeg {
+    /// Cumulative ACK: next byte expected.
+    pub ack: u64,
+    /// Advertised receive window, bytes.
+    pub rwnd_bytes: u64,
+    /// SACK blocks, most recent first (RFC 2018); `sack[..n_sack]` are valid.
+    pub sack: [SeqRange; 4],
+    /// Number of valid SACK blocks.
+    pub n_sack: u8,
+    /// TSval (receiver clock, ms).
+    pub tsval: u32,
+    /// TSecr: echo of the TSval of the segment that triggered this ACK (RFC 7323 rules).
+    pub tsecr: u32,
+}
+
+impl AckSeg {
+    /// The valid SACK blocks.
+    pub fn sacks(&self) -> &[SeqRange] {
+        &self.sack[..self.n_sack as usize]
+    }
+}
+
+/// A TCP segment on the wire.
+#[derive(Debug, Clone, Copy)]
+pub enum Segment {
+    Data(DataSeg),
+    Ack(AckSeg),
+}

@@ -1,0 +1,697 @@
+//! The TCP sender: Linux 6.18's send path and ACK processing (`net/ipv4/tcp_output.c`
+//! `tcp_write_xmit`, `tcp_cwnd_validate`; `net/ipv4/tcp_input.c` `tcp_ack`,
+//! `tcp_clean_rtx_queue`, `tcp_sacktag_write_queue`, `tcp_cong_control`; `net/ipv4/tcp_timer.c`
+//! `tcp_retransmit_timer`). Loss recovery (RACK, PRR, undo, F-RTO) is in `recovery.rs`.
+//!
+//! Not modelled (we diverge): TSO/GSO (one MSS per skb), Nagle and corking (the application
+//! writes everything at once), TCP Small Queues and pacing (later issues), tail loss probes
+//! (TLP, planned), cwnd restart after idle, ECN, SYN handshake (flows start established with
+//! the initial window), path MTU discovery.
+
+use crate::cc::{ack_flags, AckSample, CaEvent, CaState, CongestionControl, RateSample};
+use crate::tcp::segment::{AckSeg, DataSeg};
+use crate::tcp::skb::{RtxQueue, Skb, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS};
+use crate::tcp::sock::TcpSock;
+use crate::tcp::minmax::MinMax;
+
+/// `FLAG_*` bits of `tcp_ack` (net/ipv4/tcp_input.c).
+pub mod flag {
+    pub const DATA: u32 = 0x01;
+    pub const WIN_UPDATE: u32 = 0x02;
+    pub const DATA_ACKED: u32 = 0x04;
+    pub const RETRANS_DATA_ACKED: u32 = 0x08;
+    pub const SYN_ACKED: u32 = 0x10;
+    pub const DATA_SACKED: u32 = 0x20;
+    pub const ECE: u32 = 0x40;
+    pub const LOST_RETRANS: u32 = 0x80;
+    pub const SLOWPATH: u32 = 0x100;
+    pub const ORIG_SACK_ACKED: u32 = 0x200;
+    pub const SND_UNA_ADVANCED: u32 = 0x400;
+    pub const DSACKING_ACK: u32 = 0x800;
+    pub const SET_XMIT_TIMER: u32 = 0x1000;
+    pub const ACK_MAYBE_DELAYED: u32 = 0x10000;
+    pub const ACKED: u32 = DATA_ACKED | SYN_ACKED;
+    pub const NOT_DUP: u32 = DATA | WIN_UPDATE | ACKED;
+    pub const CA_ALERT: u32 = DATA_SACKED | ECE | DSACKING_ACK;
+    pub const FORWARD_PROGRESS: u32 = ACKED | DATA_SACKED;
+}
+
+/// What `tcp_xmit_recovery` should send after an ACK (`REXMIT_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rexmit {
+    None,
+    Lost,
+    New,
+}
+
+/// Which timer owns the single retransmission timer slot (`icsk_pending`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XmitTimer {
+    /// `ICSK_TIME_RETRANS`.
+    Retrans,
+    /// `ICSK_TIME_REO_TIMEOUT` (RACK reordering timer).
+    ReoTimeout,
+}
+
+/// Kinds of events the sender reports (the events table's `kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SenderEvent {
+    Rto,
+    FastRetransmit,
+    Loss,
+    SpuriousRto,
+    FrtoUndo,
+    EifelUndo,
+    DsackUndo,
+    RecoveryEnd,
+}
+
+impl SenderEvent {
+    /// The name used in traces.
+    pub fn name(self) -> &'static str {
+        match self {
+            SenderEvent::Rto => "rto",
+            SenderEvent::FastRetransmit => "fast_retransmit",
+            SenderEvent::Loss => "loss",
+            SenderEvent::SpuriousRto => "spurious_rto",
+            SenderEvent::FrtoUndo => "frto_undo",
+            SenderEvent::EifelUndo => "eifel_undo",
+            SenderEvent::DsackUndo => "dsack_undo",
+            SenderEvent::RecoveryEnd => "recovery_end",
+        }
+    }
+}
+
+/// Static settings of one sender.
+#[derive(Debug, Clone)]
+pub struct SenderConfig {
+    pub mss_bytes: u32,
+    pub initial_cwnd_pkts: u32,
+    /// `snd_cwnd_clamp`.
+    pub max_cwnd_pkts: u32,
+    pub sack: bool,
+    pub timestamps: bool,
+    /// `tcp_frto` (F-RTO, RFC 5682, Linux's SACK-enhanced variant).
+    pub frto: bool,
+    pub rto_min_us: u64,
+    pub rto_initial_us: u64,
+    pub rto_max_us: u64,
+    /// Bytes the application sends; `u64::MAX` for bulk.
+    pub size_bytes: u64,
+    /// Kernel HZ (jiffies granularity).
+    pub hz: u32,
+}
+
+/// Counters reported in the summary.
+#[derive(Debug, Clone, Default)]
+pub struct SenderStats {
+    pub sent_pkts: u64,
+    pub retrans_pkts: u64,
+    pub rto_count: u64,
+    pub fast_retransmit_count: u64,
+    pub spurious_rto_count: u64,
+    pub undo_count: u64,
+}
+
+/// RACK state (`tp->rack`).
+#[derive(Debug, Clone, Default)]
+pub struct Rack {
+    /// Send time of the most recently sent (S)ACKed segment, us (0 = none).
+    pub mstamp_us: u64,
+    /// RTT of that segment, us.
+    pub rtt_us: u32,
+    /// Its end_seq.
+    pub end_seq: u64,
+    /// Whether `mstamp` advanced since the last loss scan.
+    pub advanced: bool,
+    /// reo_wnd in steps of min_rtt/4.
+    pub reo_wnd_steps: u32,
+    /// Recoveries left before reo_wnd_steps resets.
+    pub reo_wnd_persist: u32,
+    /// A DSACK was seen since the last reo_wnd update.
+    pub dsack_seen: bool,
+    /// `tp->delivered` at the last reo_wnd change.
+    pub last_delivered: u32,
+}
+
+/// One TCP sender.
+pub struct Sender {
+    pub tp: TcpSock,
+    pub cc: Box<dyn CongestionControl>,
+    pub cfg: SenderConfig,
+    pub(crate) rtx: RtxQueue,
+    /// Peer's advertised window, bytes (`snd_wnd`).
+    pub(crate) snd_wnd: u64,
+    pub(crate) rtt_seq: u64,
+    pub(crate) rtt_min: MinMax,
+    /// The xmit timer (`icsk_pending`, `icsk_timeout`), deadline in ns.
+    pub(crate) xmit_timer: Option<(XmitTimer, u64)>,
+    pub(crate) icsk_backoff: u32,
+    /// `icsk_retransmits`: RTOs since snd_una last advanced.
+    pub(crate) icsk_retransmits: u32,
+    /// `undo_marker`: snd_una when the reduction we may undo started.
+    pub(crate) undo_marker: Option<u64>,
+    pub(crate) undo_retrans: i32,
+    /// `retrans_stamp`: TSval of the first retransmission of this episode (0 = none).
+    pub(crate) retrans_stamp: u32,
+    pub(crate) prr_delivered: u32,
+    pub(crate) prr_out: u32,
+    pub(crate) frto: bool,
+    pub(crate) reordering: u32,
+    pub(crate) reord_seen: u32,
+    pub(crate) rack: Rack,
+    pub(crate) cwnd_usage_seq: u64,
+    pub(crate) highest_sack_end: u64,
+    /// Latest TSval from the receiver (`ts_recent`), echoed in TSecr.
+    pub(crate) ts_recent: u32,
+    /// TSecr of the ACK being processed (`rx_opt.rcv_tsecr` when `saw_tstamp`).
+    pub(crate) rcv_tsecr: Option<u32>,
+    pub(crate) delivered_mstamp_us: u64,
+    pub(crate) first_tx_mstamp_us: u64,
+    pub(crate) now_ns: u64,
+    pub stats: SenderStats,
+    /// Events since the world last drained them: (time ns, kind, detail).
+    pub events: Vec<(u64, SenderEvent, String)>,
+}
+
+impl Sender {
+    /// A sender in the established state with cwnd = initial window (`tcp_init_sock`).
+    pub fn new(cfg: SenderConfig, mut cc: Box<dyn CongestionControl>) -> Self {
+        let mut tp = TcpSock::new(cfg.mss_bytes, cfg.initial_cwnd_pkts, cfg.max_cwnd_pkts, cfg.hz);
+        tp.icsk_rto_us = cfg.rto_initial_us.min(u32::MAX as u64) as u32;
+        cc.init(&mut tp);
+        Sender {
+            tp,
+            cc,
+            rtx: RtxQueue::new(cfg.mss_bytes),
+            snd_wnd: u64::MAX,
+            rtt_seq: 0,
+            rtt_min: MinMax::default(),
+            xmit_timer: None,
+            icsk_backoff: 0,
+            icsk_retransmits: 0,
+            undo_marker: None,
+            undo_retrans: 0,
+            retrans_stamp: 0,
+            prr_delivered: 0,
+            prr_out: 0,
+            frto: false,
+            reordering: 3,
+            reord_seen: 0,
+            rack: Rack { reo_wnd_steps: 1, ..Rack::default() },
+            cwnd_usage_seq: 0,
+            highest_sack_end: 0,
+            ts_recent: 0,
+            rcv_tsecr: None,
+            delivered_mstamp_us: 0,
+            first_tx_mstamp_us: 0,
+            now_ns: 0,
+            stats: SenderStats::default(),
+            events: Vec::new(),
+            cfg,
+        }
+    }
+
+    /// Whether every byte the application wrote is acknowledged.
+    pub fn is_done(&self) -> bool {
+        self.cfg.size_bytes != u64::MAX && self.tp.snd_una >= self.cfg.size_bytes
+    }
+
+    /// Deadline of the pending xmit timer, ns.
+    pub fn timer_deadline_ns(&self) -> Option<u64> {
+        self.xmit_timer.map(|(_, t)| t)
+    }
+
+    /// Whether SACK is in use (`tcp_is_sack`); otherwise NewReno (`tcp_is_reno`).
+    pub(crate) fn is_sack(&self) -> bool {
+        self.cfg.sack
+    }
+
+    /// Sender timestamp clock (ms, Linux's `tcp_time_stamp_ts`), offset by 1 so it is never 0.
+    pub(crate) fn ts_now(&self) -> u32 {
+        (self.now_ns / 1_000_000) as u32 + 1
+    }
+
+    fn set_now(&mut self, now_ns: u64) {
+        debug_assert!(now_ns >= self.now_ns, "time went backwards");
+        self.now_ns = now_ns;
+        self.tp.tcp_mstamp_us = now_ns / 1000;
+    }
+
+    pub(crate) fn event(&mut self, kind: SenderEvent, detail: String) {
+        self.events.push((self.now_ns, kind, detail));
+    }
+
+    /// `tcp_set_ca_state`: tell CC, then switch.
+    pub(crate) fn set_ca_state(&mut self, state: CaState) {
+        self.cc.set_state(&mut self.tp, state);
+        self.tp.ca_state = state;
+    }
+
+    /// `tcp_in_cwnd_reduction`: in CWR or Recovery.
+    pub(crate) fn in_cwnd_reduction(&self) -> bool {
+        matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery)
+    }
+
+    /// `tcp_left_out`.
+    pub(crate) fn left_out(&self) -> u32 {
+        self.tp.sacked_out + self.tp.lost_out
+    }
+
+    /// `tcp_any_retrans_done`.
+    pub(crate) fn any_retrans_done(&self) -> bool {
+        self.tp.retrans_out > 0 || self.rtx.head().is_some_and(|h| h.sacked & EVER_RETRANS != 0)
+    }
+
+    /// `inet_csk_reset_xmit_timer(sk, what, when)`: arm on a jiffy boundary.
+    pub(crate) fn reset_xmit_timer(&mut self, what: XmitTimer, when_us: u64) {
+        let when = when_us.min(self.cfg.rto_max_us);
+        let hz = self.tp.hz as u64;
+        let j_now = self.now_ns * hz / 1_000_000_000;
+        let j = self.us_to_jiffies(when);
+        let deadline = (j_now + j) * 1_000_000_000 / hz;
+        self.xmit_timer = Some((what, deadline.max(self.now_ns + 1)));
+    }
+
+    /// `tcp_rearm_rto`.
+    pub(crate) fn rearm_rto(&mut self) {
+        if self.tp.packets_out == 0 {
+            self.xmit_timer = None;
+            return;
+        }
+        let mut rto = self.tp.icsk_rto_us as u64;
+        if matches!(self.xmit_timer, Some((XmitTimer::ReoTimeout, _))) {
+            // tcp_rto_delta_us: time left of the RTO measured from the head's send time.
+            let head = self.rtx.head().map(|h| h.xmit_us).unwrap_or(self.tp.tcp_mstamp_us);
+            let delta = head as i64 + rto as i64 - self.tp.tcp_mstamp_us as i64;
+            rto = delta.max(1) as u64;
+        }
+        self.reset_xmit_timer(XmitTimer::Retrans, rto);
+    }
+
+    /// The application starts (`start_s`): send the initial window.
+    pub fn on_start(&mut self, now_ns: u64, out: &mut Vec<DataSeg>) {
+        self.set_now(now_ns);
+        self.write_xmit(out);
+    }
+
+    /// Send a segment (new or retransmission) and stamp it (`tcp_transmit_skb` +
+    /// `tcp_rate_skb_sent`).
+    fn transmit(&mut self, idx: usize, retrans: bool, out: &mut Vec<DataSeg>) {
+        if self.tp.packets_in_flight() == 0 {
+            self.cc.cwnd_event(&mut self.tp, CaEvent::TxStart);
+        }
+        if self.tp.packets_out == 0 {
+            self.first_tx_mstamp_us = self.tp.tcp_mstamp_us;
+            self.delivered_mstamp_us = self.tp.tcp_mstamp_us;
+        }
+        let now_us = self.tp.tcp_mstamp_us;
+        let tsval = if self.cfg.timestamps { self.ts_now() } else { 0 };
+        let (delivered, dmst, ftx, app) = (
+            self.tp.delivered,
+            self.delivered_mstamp_us,
+            self.first_tx_mstamp_us,
+            self.tp.app_limited != 0,
+        );
+        let skb = self.rtx.get_mut(idx);
+        skb.xmit_us = now_us;
+        skb.tsval = tsval;
+        skb.tx_delivered = delivered;
+        skb.tx_delivered_mstamp_us = dmst;
+        skb.tx_first_tx_mstamp_us = ftx;
+        skb.tx_is_app_limited = app;
+        out.push(DataSeg {
+            seq: skb.seq,
+            len: (skb.end_seq - skb.seq) as u32,
+            tsval,
+            tsecr: if self.cfg.timestamps { self.ts_recent } else { 0 },
+            retrans,
+        });
+        self.stats.sent_pkts += 1;
+    }
+
+    /// `tcp_write_xmit`: send new data while cwnd and the peer's window allow.
+    pub(crate) fn write_xmit(&mut self, out: &mut Vec<DataSeg>) -> u32 {
+        let mss = self.cfg.mss_bytes as u64;
+        let mut sent = 0u32;
+        let mut is_cwnd_limited = false;
+        while self.tp.snd_nxt < self.cfg.size_bytes {
+            if self.tp.packets_in_flight() >= self.tp.snd_cwnd {
+                break;
+            }
+            let len = mss.min(self.cfg.size_bytes - self.tp.snd_nxt);
+            if self.tp.snd_nxt + len > self.tp.snd_una.saturating_add(self.snd_wnd) {
+                break; // tcp_snd_wnd_test: receiver-window limited
+            }
+            let seq = self.tp.snd_nxt;
+            self.rtx.push(Skb {
+                seq,
+                end_seq: seq + len,
+                xmit_us: 0,
+                tsval: 0,
+                sacked: 0,
+                tx_delivered: 0,
+                tx_delivered_mstamp_us: 0,
+                tx_first_tx_mstamp_us: 0,
+                tx_is_app_limited: false,
+            });
+            let idx = self.rtx.len() - 1;
+            self.transmit(idx, false, out);
+            // tcp_event_new_data_sent
+            let prior_packets = self.tp.packets_out;
+            self.tp.snd_nxt += len;
+            self.tp.packets_out += 1;
+            if prior_packets == 0 {
+                self.rearm_rto();
+            }
+            sent += 1;
+        }
+        if self.in_cwnd_reduction() {
+            self.prr_out += sent;
+        }
+        is_cwnd_limited |= self.tp.packets_in_flight() >= self.tp.snd_cwnd;
+        if sent > 0 || is_cwnd_limited {
+            self.cwnd_validate(is_cwnd_limited);
+        }
+        sent
+    }
+
+    /// `tcp_cwnd_validate`: remember whether the last window was cwnd-limited.
+    fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
+        let tp = &mut self.tp;
+        if tp.snd_una >= self.cwnd_usage_seq
+            || is_cwnd_limited
+            || (!tp.is_cwnd_limited && tp.packets_out > tp.max_packets_out)
+        {
+            tp.is_cwnd_limited = is_cwnd_limited;
+            tp.max_packets_out = tp.packets_out;
+            self.cwnd_usage_seq = tp.snd_nxt;
+        }
+        if tp.is_cwnd_limited() {
+            tp.snd_cwnd_stamp = tp.jiffies();
+        }
+    }
+
+    /// Retransmit the segment at `idx` (`__tcp_retransmit_skb`).
+    pub(crate) fn retransmit_skb(&mut self, idx: usize, out: &mut Vec<DataSeg>) {
+        self.transmit(idx, true, out);
+        let skb = self.rtx.get_mut(idx);
+        skb.sacked |= SACKED_RETRANS | EVER_RETRANS;
+        self.tp.retrans_out += 1;
+        self.stats.retrans_pkts += 1;
+        if self.retrans_stamp == 0 {
+            self.retrans_stamp = self.ts_now();
+        }
+        if self.undo_retrans < 0 {
+            self.undo_retrans = 0;
+        }
+        self.undo_retrans += 1;
+    }
+
+    /// `tcp_xmit_retransmit_queue`: retransmit segments marked lost while cwnd allows.
+    pub(crate) fn xmit_retransmit_queue(&mut self, out: &mut Vec<DataSeg>) {
+        if self.tp.packets_out == 0 {
+            return;
+        }
+        let mut rearm = false;
+        let mut i = 0;
+        while i < self.rtx.len() {
+            if self.tp.snd_cwnd as i64 - (self.tp.packets_in_flight() as i64) <= 0 {
+                break;
+            }
+            if self.tp.retrans_out >= self.tp.lost_out {
+                break;
+            }
+            let sacked = self.rtx.get(i).sacked;
+            if sacked & LOST == 0 || sacked & (SACKED_ACKED | SACKED_RETRANS) != 0 {
+                i += 1;
+                continue;
+            }
+            self.retransmit_skb(i, out);
+            if self.in_cwnd_reduction() {
+                self.prr_out += 1;
+            }
+            if i == 0 && !matches!(self.xmit_timer, Some((XmitTimer::ReoTimeout, _))) {
+                rearm = true;
+            }
+            i += 1;
+        }
+        if rearm {
+            self.reset_xmit_timer(XmitTimer::Retrans, self.tp.icsk_rto_us as u64);
+        }
+    }
+
+    /// Process an ACK (`tcp_ack`), then send what the window allows (`tcp_data_snd_check`).
+    pub fn on_ack(&mut self, now_ns: u64, ack: &AckSeg, out: &mut Vec<DataSeg>) {
+        self.set_now(now_ns);
+        self.tcp_ack(ack, out);
+        self.write_xmit(out);
+    }
+
+    fn tcp_ack(&mut self, a: &AckSeg, out: &mut Vec<DataSeg>) {
+        let prior_snd_una = self.tp.snd_una;
+        let ack = a.ack;
+        if ack < prior_snd_una {
+            // Old ACK: may carry a D-SACK (tcp_ack's old_ack path); ignore otherwise.
+            if self.is_sack() && a.n_sack > 0 {
+                let mut f = 0;
+                self.sacktag(a, prior_snd_una, &mut f, &mut SackState::default());
+            }
+            return;
+        }
+        if ack > self.tp.snd_nxt {
+            return; // acks something we never sent
+        }
+        self.rcv_tsecr = (self.cfg.timestamps && a.tsecr != 0).then_some(a.tsecr);
+        if self.cfg.timestamps {
+            self.ts_recent = a.tsval;
+        }
+        let mut flag = 0u32;
+        let prior_in_flight = self.tp.packets_in_flight();
+        let prior_delivered = self.tp.delivered;
+        let prior_lost = self.tp.lost;
+        let prior_packets = self.tp.packets_out;
+        let mut rexmit = Rexmit::None;
+
+        if ack > prior_snd_una {
+            flag |= flag::SND_UNA_ADVANCED;
+            self.icsk_retransmits = 0;
+        }
+        // tcp_ack_update_window
+        if ack > prior_snd_una || a.rwnd_bytes > self.snd_wnd || self.snd_wnd == u64::MAX {
+            flag |= flag::WIN_UPDATE;
+        }
+        self.snd_wnd = a.rwnd_bytes;
+
+        // tcp_snd_una_update happens before SACK tagging, as in tcp_ack().
+        self.tp.snd_una = ack;
+        let mut ss = SackState::default();
+        if self.is_sack() && a.n_sack > 0 {
+            self.sacktag(a, prior_snd_una, &mut flag, &mut ss);
+        }
+        let mut ack_ev = ack_flags::CA_ACK_SLOWPATH;
+        if flag & flag::WIN_UPDATE != 0 {
+            ack_ev |= ack_flags::CA_ACK_WIN_UPDATE;
+        }
+        self.cc.in_ack_event(&mut self.tp, ack_ev);
+
+        let mut ca_rtt_us = -1;
+        if prior_packets > 0 {
+            ca_rtt_us = self.clean_rtx_queue(prior_snd_una, &mut flag, &ss);
+            self.rack_update_reo_wnd(prior_delivered);
+            if self.ack_is_dubious(flag) {
+                let num_dupack =
+                    (flag & (flag::SND_UNA_ADVANCED | flag::NOT_DUP | flag::DSACKING_ACK) == 0) as u32;
+                self.fastretrans_alert(prior_snd_una, num_dupack, &mut flag, &mut rexmit);
+            }
+            if flag & flag::SET_XMIT_TIMER != 0 {
+                self.rearm_rto();
+            }
+        }
+        let delivered = self.tp.delivered - prior_delivered;
+        let rs = RateSample {
+            prior_delivered,
+            delivered: delivered as i32,
+            rtt_us: ca_rtt_us,
+            losses: (self.tp.lost - prior_lost) as i32,
+            acked_sacked: delivered,
+            prior_in_flight,
+            ..RateSample::default()
+        };
+        self.cong_control(ack, delivered, flag, &rs);
+        self.xmit_recovery(rexmit, out);
+    }
+
+    /// `tcp_ack_is_dubious`.
+    fn ack_is_dubious(&self, flag: u32) -> bool {
+        flag & flag::NOT_DUP == 0 || flag & flag::CA_ALERT != 0 || self.tp.ca_state != CaState::Open
+    }
+
+    /// `tcp_cong_control` (without BBR's path until a cong_control algorithm exists).
+    fn cong_control(&mut self, ack: u64, acked_sacked: u32, flag: u32, rs: &RateSample) {
+        if self.cc.has_cong_control() {
+            self.cc.cong_control(&mut self.tp, ack, flag, rs);
+            return;
+        }
+        if self.in_cwnd_reduction() {
+            self.cwnd_reduction(acked_sacked as i32, rs.losses, flag);
+        } else if self.may_raise_cwnd(flag) {
+            // tcp_cong_avoid
+            self.cc.cong_avoid(&mut self.tp, ack, acked_sacked);
+            self.tp.snd_cwnd_stamp = self.tp.jiffies();
+        }
+    }
+
+    /// `tcp_may_raise_cwnd`.
+    fn may_raise_cwnd(&self, flag: u32) -> bool {
+        if self.reordering > 3 {
+            return flag & flag::FORWARD_PROGRESS != 0;
+        }
+        flag & flag::DATA_ACKED != 0
+    }
+
+    /// `tcp_xmit_recovery`.
+    fn xmit_recovery(&mut self, rexmit: Rexmit, out: &mut Vec<DataSeg>) {
+        match rexmit {
+            Rexmit::None => {}
+            Rexmit::New => {
+                self.write_xmit(out);
+                if self.tp.snd_nxt > self.tp.high_seq {
+                    return;
+                }
+                self.frto = false;
+                self.xmit_retransmit_queue(out);
+            }
+            Rexmit::Lost => self.xmit_retransmit_queue(out),
+        }
+    }
+
+    /// `tcp_clean_rtx_queue`: drop cumulatively acked segments, take RTT samples, tell CC.
+    /// Returns `ca_rtt_us` (-1 when none).
+    fn clean_rtx_queue(&mut self, prior_snd_una: u64, flag: &mut u32, ss: &SackState) -> i64 {
+        let now = self.tp.tcp_mstamp_us;
+        let mut first_ackt = 0u64;
+        let mut last_ackt = 0u64;
+        let mut pkts_acked = 0u32;
+        let prior_sacked = self.tp.sacked_out;
+        let sack = self.is_sack();
+        while let Some(head) = self.rtx.head().copied() {
+            if head.end_seq > self.tp.snd_una {
+                break; // partially acked segments stay (no tcp_trim_head with 1-MSS skbs)
+            }
+            let sacked = head.sacked;
+            if sacked & EVER_RETRANS != 0 {
+                if sacked & SACKED_RETRANS != 0 {
+                    self.tp.retrans_out -= 1;
+                }
+                *flag |= flag::RETRANS_DATA_ACKED;
+            } else if sacked & SACKED_ACKED == 0 {
+                last_ackt = head.xmit_us;
+                if first_ackt == 0 {
+                    first_ackt = last_ackt;
+                }
+                if head.end_seq <= self.tp.high_seq {
+                    *flag |= flag::ORIG_SACK_ACKED;
+                }
+            }
+            if sacked & SACKED_ACKED != 0 {
+                self.tp.sacked_out -= 1;
+            } else if sack {
+                self.tp.delivered += 1;
+                if !self.skb_spurious_retrans(&head) {
+                    self.rack_advance(sacked, head.end_seq, head.xmit_us);
+                }
+            }
+            if sacked & LOST != 0 {
+                self.tp.lost_out -= 1;
+            }
+            self.tp.packets_out -= 1;
+            pkts_acked += 1;
+            *flag |= flag::DATA_ACKED;
+            self.rtx.pop_head();
+        }
+        let mut seq_rtt_us = -1i64;
+        let mut ca_rtt_us = -1i64;
+        let mut sack_rtt_us = -1i64;
+        if first_ackt != 0 && *flag & flag::RETRANS_DATA_ACKED == 0 {
+            seq_rtt_us = (now - first_ackt) as i64;
+            ca_rtt_us = (now - last_ackt) as i64;
+        }
+        if ss.first_sackt != 0 {
+            sack_rtt_us = (now - ss.first_sackt) as i64;
+            ca_rtt_us = (now - ss.last_sackt) as i64;
+        }
+        let acked = *flag & flag::ACKED != 0;
+        let tsecr = self.rcv_tsecr;
+        let ca_rtt_us = self.ack_update_rtt(acked, seq_rtt_us, sack_rtt_us, ca_rtt_us, tsecr);
+        if acked {
+            *flag |= flag::SET_XMIT_TIMER;
+            if !sack {
+                self.remove_reno_sacks(pkts_acked);
+            } else {
+                let _ = prior_sacked;
+            }
+        }
+        let in_flight = self.tp.packets_in_flight();
+        self.cc.pkts_acked(
+            &mut self.tp,
+            &AckSample { pkts_acked, rtt_us: ca_rtt_us, in_flight },
+        );
+        let _ = prior_snd_una;
+        ca_rtt_us
+    }
+
+    /// `tcp_skb_spurious_retrans`: the ACK echoes a timestamp older than the retransmission.
+    pub(crate) fn skb_spurious_retrans(&self, skb: &Skb) -> bool {
+        skb.sacked & EVER_RETRANS != 0
+            && self.rcv_tsecr.is_some_and(|ecr| (ecr.wrapping_sub(skb.tsval) as i32) < 0)
+    }
+
+    /// RTO fired or the RACK reordering timer fired (`tcp_write_timer_handler`).
+    pub fn on_timer(&mut self, now_ns: u64, out: &mut Vec<DataSeg>) {
+        let Some((what, deadline)) = self.xmit_timer else { return };
+        if now_ns < deadline {
+            return;
+        }
+        self.set_now(now_ns);
+        self.xmit_timer = None;
+        match what {
+            XmitTimer::ReoTimeout => self.rack_reo_timeout(out),
+            XmitTimer::Retrans => self.retransmit_timer(out),
+        }
+        self.write_xmit(out);
+    }
+
+    /// `tcp_retransmit_timer`.
+    fn retransmit_timer(&mut self, out: &mut Vec<DataSeg>) {
+        if self.tp.packets_out == 0 || self.rtx.is_empty() {
+            return;
+        }
+        self.stats.rto_count += 1;
+        let detail = format!(
+            "rto_ms={:.1} backoff={} cwnd={} snd_una={}",
+            self.tp.icsk_rto_us as f64 / 1000.0,
+            self.icsk_backoff,
+            self.tp.snd_cwnd,
+            self.tp.snd_una
+        );
+        self.event(SenderEvent::Rto, detail);
+        self.enter_loss();
+        self.icsk_retransmits += 1;
+        self.retransmit_skb(0, out);
+        self.icsk_backoff += 1;
+        self.tp.icsk_rto_us = ((self.tp.icsk_rto_us as u64) << 1).min(self.cfg.rto_max_us) as u32;
+        self.reset_xmit_timer(XmitTimer::Retrans, self.tp.icsk_rto_us as u64);
+    }
+}
+
+/// Per-ACK SACK processing results (`struct tcp_sacktag_state`).
+#[derive(Debug, Default)]
+pub(crate) struct SackState {
+    /// Send time of the first newly SACKed never-retransmitted segment, us.
+    pub first_sackt: u64,
+    /// Send time of the last such segment, us.
+    pub last_sackt: u64,
+    /// Lowest start_seq of a newly SACKed segment in a hole (reordering evidence).
+    pub reord: Option<u64>,
+}

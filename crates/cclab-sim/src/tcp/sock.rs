@@ -1,0 +1,167 @@
+//! `TcpSock`: the part of a TCP sender's state that congestion control reads and writes.
+//!
+//! Mirrors the fields of Linux's `struct tcp_sock` / `inet_connection_sock` that the
+//! `tcp_congestion_ops` hooks touch (include/linux/tcp.h, Linux 6.18). Field names follow the
+//! kernel's so that a port of `net/ipv4/tcp_<name>.c` reads like the original. Windows are in
+//! packets (segments), sequence numbers in bytes (u64, they never wrap in a simulation), times in
+//! microseconds unless the name says otherwise.
+
+use crate::cc::CaState;
+
+/// Linux `TCP_INFINITE_SSTHRESH` (include/net/tcp.h).
+pub const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+
+/// Congestion-control-visible TCP sender state (a subset of Linux's `struct tcp_sock`).
+#[derive(Debug, Clone)]
+pub struct TcpSock {
+    /// `tcp_mstamp`: time of the event being processed, microseconds since the run started.
+    pub tcp_mstamp_us: u64,
+    /// Kernel tick rate used for `tcp_jiffies32` (CONFIG_HZ; 250 on this machine's kernel).
+    pub hz: u32,
+    /// Congestion window, packets (`snd_cwnd`).
+    pub snd_cwnd: u32,
+    /// Slow-start threshold, packets (`snd_ssthresh`).
+    pub snd_ssthresh: u32,
+    /// Linear-increase counter, packets acked since the last increase (`snd_cwnd_cnt`).
+    pub snd_cwnd_cnt: u32,
+    /// Upper bound on cwnd, packets (`snd_cwnd_clamp`; the papers' "max window").
+    pub snd_cwnd_clamp: u32,
+    /// Jiffies of the last cwnd change or validation (`snd_cwnd_stamp`).
+    pub snd_cwnd_stamp: u32,
+    /// cwnd before the current reduction, packets (`prior_cwnd`).
+    pub prior_cwnd: u32,
+    /// ssthresh before loss recovery, for undo (`prior_ssthresh`).
+    pub prior_ssthresh: u32,
+    /// Sender MSS, bytes (`mss_cache`).
+    pub mss_cache: u32,
+    /// First unacknowledged byte (`snd_una`).
+    pub snd_una: u64,
+    /// Next byte to send (`snd_nxt`).
+    pub snd_nxt: u64,
+    /// Recovery point: snd_nxt when recovery or loss started (`high_seq`).
+    pub high_seq: u64,
+    /// Segments sent and not yet cumulatively acked (`packets_out`).
+    pub packets_out: u32,
+    /// Segments SACKed (`sacked_out`).
+    pub sacked_out: u32,
+    /// Segments marked lost (`lost_out`).
+    pub lost_out: u32,
+    /// Retransmitted segments still in flight (`retrans_out`).
+    pub retrans_out: u32,
+    /// Whether the last window was limited by cwnd (`is_cwnd_limited`).
+    pub is_cwnd_limited: bool,
+    /// Most packets in flight in the last window (`max_packets_out`).
+    pub max_packets_out: u32,
+    /// Smoothed RTT << 3, microseconds (`srtt_us`, scaled as in Linux).
+    pub srtt_us: u32,
+    /// RTT mean deviation << 2, microseconds (`mdev_us`).
+    pub mdev_us: u32,
+    /// Maximal mdev over the last RTT, microseconds (`mdev_max_us`).
+    pub mdev_max_us: u32,
+    /// RTT variance used for RTO, microseconds (`rttvar_us`).
+    pub rttvar_us: u32,
+    /// Windowed minimum RTT, microseconds (`tcp_min_rtt(tp)`; u32::MAX before the first sample).
+    pub min_rtt_us: u32,
+    /// Segments delivered (acked or SACKed) so far (`delivered`).
+    pub delivered: u32,
+    /// Segments marked lost so far (`lost`).
+    pub lost: u32,
+    /// Congestion-avoidance state (`icsk_ca_state`).
+    pub ca_state: CaState,
+    /// Current retransmission timeout, microseconds (`icsk_rto`).
+    pub icsk_rto_us: u32,
+    /// Pacing rate, bytes per second (`sk_pacing_rate`; 0 = no pacing).
+    pub pacing_rate_bytes_per_s: u64,
+    /// Non-zero while the flow is application-limited (`app_limited`).
+    pub app_limited: u32,
+}
+
+impl TcpSock {
+    /// A fresh sender: cwnd = `initial_cwnd_pkts`, ssthresh infinite (Linux `tcp_init_sock`).
+    pub fn new(mss_bytes: u32, initial_cwnd_pkts: u32, cwnd_clamp_pkts: u32, hz: u32) -> Self {
+        TcpSock {
+            tcp_mstamp_us: 0,
+            hz,
+            snd_cwnd: initial_cwnd_pkts,
+            snd_ssthresh: TCP_INFINITE_SSTHRESH,
+            snd_cwnd_cnt: 0,
+            snd_cwnd_clamp: cwnd_clamp_pkts,
+            snd_cwnd_stamp: 0,
+            prior_cwnd: 0,
+            prior_ssthresh: 0,
+            mss_cache: mss_bytes,
+            snd_una: 0,
+            snd_nxt: 0,
+            high_seq: 0,
+            packets_out: 0,
+            sacked_out: 0,
+            lost_out: 0,
+            retrans_out: 0,
+            is_cwnd_limited: false,
+            max_packets_out: 0,
+            srtt_us: 0,
+            mdev_us: 0,
+            mdev_max_us: 0,
+            rttvar_us: 0,
+            min_rtt_us: u32::MAX,
+            delivered: 0,
+            lost: 0,
+            ca_state: CaState::Open,
+            icsk_rto_us: 1_000_000,
+            pacing_rate_bytes_per_s: 0,
+            app_limited: 0,
+        }
+    }
+
+    /// `tcp_jiffies32`: the kernel tick counter at `tcp_mstamp_us` (wraps like the kernel's).
+    pub fn jiffies(&self) -> u32 {
+        (self.tcp_mstamp_us * self.hz as u64 / 1_000_000) as u32
+    }
+
+    /// Convert milliseconds to jiffies as `msecs_to_jiffies` does (rounding up).
+    pub fn msecs_to_jiffies(&self, ms: u32) -> u32 {
+        ((ms as u64 * self.hz as u64).div_ceil(1000)) as u32
+    }
+
+    /// `tcp_in_slow_start`.
+    pub fn in_slow_start(&self) -> bool {
+        self.snd_cwnd < self.snd_ssthresh
+    }
+
+    /// `tcp_packets_in_flight`: packets_out - (sacked_out + lost_out) + retrans_out.
+    pub fn packets_in_flight(&self) -> u32 {
+        (self.packets_out.saturating_sub(self.sacked_out + self.lost_out)) + self.retrans_out
+    }
+
+    /// `tcp_is_cwnd_limited` (include/net/tcp.h).
+    pub fn is_cwnd_limited(&self) -> bool {
+        if self.is_cwnd_limited {
+            return true;
+        }
+        // If in slow start, ensure cwnd grows to twice what was ACKed.
+        if self.in_slow_start() {
+            return self.snd_cwnd < 2 * self.max_packets_out;
+        }
+        false
+    }
+
+    /// `tcp_current_ssthresh`.
+    pub fn current_ssthresh(&self) -> u32 {
+        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+            self.snd_ssthresh
+        } else {
+            self.snd_ssthresh.max((self.snd_cwnd >> 1) + (self.snd_cwnd >> 2))
+        }
+    }
+
+    /// Smoothed RTT in microseconds (unscaled), or 0 before the first sample.
+    pub fn srtt_unscaled_us(&self) -> u32 {
+        self.srtt_us >> 3
+    }
+
+    /// `tcp_snd_cwnd_set`: set cwnd (never 0), respecting nothing else: callers clamp.
+    pub fn set_cwnd(&mut self, cwnd: u32) {
+        debug_assert!(cwnd > 0, "cwnd must stay positive");
+        self.snd_cwnd = cwnd.max(1);
+    }
+}

@@ -1,0 +1,512 @@
+//! A simulated network: the dumbbell of docs/scenario.md built from `cclab-net` links, TCP
+//! senders and receivers, and the event loop that moves packets hop by hop.
+
+use crate::cc;
+use crate::config::{ms_to_ns, s_to_ns, Duplex, LinkSpec, Scenario, TraceMode};
+use crate::engine::{Event, EventQueue};
+use crate::tcp::receiver::{Receiver, ReceiverConfig};
+use crate::tcp::segment::{
+    AckSeg, DataSeg, Segment, HEADER_BYTES, SACK_BASE_BYTES, SACK_BLOCK_BYTES, TS_OPTION_BYTES,
+};
+use crate::tcp::sender::{Sender, SenderConfig};
+use crate::trace::{EventTrace, FlowTrace, LinkTrace};
+use crate::{RunOutput, SimError};
+use cclab_net::capacity::{Capacity, MahimahiTrace};
+use cclab_net::link::{DelaySpike, DropReason, Link, LinkConfig, Outage, QueueLimit};
+use cclab_net::loss::LossModel;
+use cclab_net::packet::NetPacket;
+use cclab_net::rng;
+
+/// Receive window used when the scenario sets none: large enough never to limit.
+const UNLIMITED_RWND_BYTES: u64 = 1 << 40;
+
+/// A packet in the simulated network.
+#[derive(Debug, Clone, Copy)]
+pub struct Packet {
+    /// Index of the flow it belongs to.
+    pub flow: u32,
+    /// Index into the flow's path of the link it is on.
+    pub hop: u8,
+    /// Bytes on the wire (headers included).
+    pub wire: u32,
+    pub seg: Segment,
+}
+
+impl NetPacket for Packet {
+    fn wire_bytes(&self) -> u32 {
+        self.wire
+    }
+}
+
+struct LinkSlot {
+    name: String,
+    link: Link<Packet>,
+    /// Time of the pending arrival event, if any.
+    scheduled: Option<u64>,
+}
+
+struct FlowSlot {
+    name: String,
+    sender: Sender,
+    receiver: Receiver,
+    fwd_path: Vec<u32>,
+    rev_path: Vec<u32>,
+    start_ns: u64,
+    timestamps: bool,
+    sender_sched: Option<u64>,
+    receiver_sched: Option<u64>,
+    last_traced: Option<(u32, u32, u8)>,
+}
+
+/// The simulation of one scenario with one seed.
+pub struct World {
+    links: Vec<LinkSlot>,
+    flows: Vec<FlowSlot>,
+    q: EventQueue,
+    flow_trace: FlowTrace,
+    link_trace: LinkTrace,
+    events: EventTrace,
+    mode: TraceMode,
+    interval_ns: u64,
+    duration_ns: u64,
+    data_buf: Vec<DataSeg>,
+    ack_buf: Vec<AckSeg>,
+}
+
+fn link_config(spec: &LinkSpec, field: &str) -> Result<LinkConfig, SimError> {
+    let capacity = match (&spec.capacity_trace_text, spec.rate_bps) {
+        (Some(text), _) => Some(Capacity::Trace(
+            MahimahiTrace::parse(text)
+                .map_err(|e| SimError::Config(format!("{field}.capacity_trace: {e}")))?,
+        )),
+        (None, Some(r)) => Some(Capacity::Rate { rate_bps: r }),
+        (None, None) => None,
+    };
+    let queue = match (spec.queue_pkts, spec.queue_bytes) {
+        (Some(p), _) => QueueLimit::Packets(p),
+        (None, Some(b)) => QueueLimit::Bytes(b),
+        (None, None) => QueueLimit::Unlimited,
+    };
+    Ok(LinkConfig {
+        capacity,
+        delay_ns: ms_to_ns(spec.delay_ms),
+        queue,
+        loss: spec.loss_model.clone(),
+        outages: spec
+            .outages
+            .iter()
+            .map(|o| Outage { start_ns: s_to_ns(o.start_s), duration_ns: s_to_ns(o.duration_s) })
+            .collect(),
+        delay_spikes: spec
+            .delay_spikes
+            .iter()
+            .map(|d| DelaySpike {
+                start_ns: s_to_ns(d.start_s),
+                duration_ns: s_to_ns(d.duration_s),
+                extra_delay_ns: ms_to_ns(d.extra_delay_ms),
+            })
+            .collect(),
+    })
+}
+
+/// Whether a link does nothing at all (then it is left out of paths).
+fn is_ideal(spec: &LinkSpec) -> bool {
+    spec.rate_bps.is_none()
+        && spec.capacity_trace_text.is_none()
+        && spec.delay_ms == 0.0
+        && matches!(spec.loss_model, LossModel::None)
+        && spec.outages.is_empty()
+        && spec.delay_spikes.is_empty()
+}
+
+impl World {
+    /// Build the network and flows of `sc`.
+    pub fn new(sc: &Scenario) -> Result<World, SimError> {
+        sc.validate().map_err(|e| SimError::Config(e.to_string()))?;
+        let mut links: Vec<LinkSlot> = Vec::new();
+        let mut add = |name: String, spec: &LinkSpec, force: bool| -> Result<Option<u32>, SimError> {
+            if !force && is_ideal(spec) {
+                return Ok(None);
+            }
+            let cfg = link_config(spec, &name)?;
+            let link = Link::new(cfg, rng::stream(sc.seed, &name));
+            links.push(LinkSlot { name, link, scheduled: None });
+            Ok(Some(links.len() as u32 - 1))
+        };
+        let mut duplex = |prefix: &str, d: &Duplex, force: bool| -> Result<(Option<u32>, Option<u32>), SimError> {
+            Ok((add(format!("{prefix}.fwd"), &d.fwd, force)?, add(format!("{prefix}.rev"), &d.rev, force)?))
+        };
+        let (b_fwd, b_rev) = duplex("bottleneck", &sc.bottleneck, true)?;
+        let mut sender_links = Vec::new();
+        for h in &sc.senders {
+            sender_links.push(match &h.access {
+                Some(a) => duplex(&format!("{}.access", h.name), a, false)?,
+                None => (None, None),
+            });
+        }
+        let mut receiver_links = Vec::new();
+        for h in &sc.receivers {
+            receiver_links.push(match &h.access {
+                Some(a) => duplex(&format!("{}.access", h.name), a, false)?,
+                None => (None, None),
+            });
+        }
+        let hz = sc.sim.kernel_hz;
+        let mut flows = Vec::new();
+        let mut q = EventQueue::default();
+        for (i, f) in sc.flows.iter().enumerate() {
+            let si = sc.senders.iter().position(|h| h.name == f.sender).unwrap_or(0);
+            let ri = sc.receivers.iter().position(|h| h.name == f.receiver).unwrap_or(0);
+            let (s_fwd, s_rev) = sender_links[si];
+            let (r_fwd, r_rev) = receiver_links[ri];
+            let fwd_path: Vec<u32> = [s_fwd, b_fwd, r_fwd].into_iter().flatten().collect();
+            let rev_path: Vec<u32> = [r_rev, b_rev, s_rev].into_iter().flatten().collect();
+            let size_bytes = if f.size_bytes == 0 { u64::MAX } else { f.size_bytes };
+            let algo = cc::build(&f.cc, &f.cc_params)
+                .map_err(|e| SimError::Config(format!("flows[{i}].cc: {e}")))?;
+            let sender = Sender::new(
+                SenderConfig {
+                    mss_bytes: f.mss_bytes,
+                    initial_cwnd_pkts: f.initial_cwnd_pkts,
+                    max_cwnd_pkts: if f.max_cwnd_pkts == 0 { u32::MAX } else { f.max_cwnd_pkts },
+                    sack: f.sack,
+                    timestamps: f.timestamps,
+                    frto: f.frto,
+                    rto_min_us: (f.rto_min_ms * 1000.0).round() as u64,
+                    rto_initial_us: (f.rto_initial_ms * 1000.0).round() as u64,
+                    rto_max_us: (f.rto_max_ms * 1000.0).round() as u64,
+                    size_bytes,
+                    hz,
+                },
+                algo,
+            );
+            let receiver = Receiver::new(ReceiverConfig {
+                mss_bytes: f.mss_bytes,
+                sack: f.sack,
+                timestamps: f.timestamps,
+                delayed_ack: f.delayed_ack,
+                rwnd_bytes: if f.rwnd_bytes == 0 { UNLIMITED_RWND_BYTES } else { f.rwnd_bytes },
+                size_bytes,
+                hz,
+            });
+            let start_ns = s_to_ns(f.start_s);
+            q.push(start_ns, Event::AppStart(i as u32));
+            flows.push(FlowSlot {
+                name: f.name.clone(),
+                sender,
+                receiver,
+                fwd_path,
+                rev_path,
+                start_ns,
+                timestamps: f.timestamps,
+                sender_sched: None,
+                receiver_sched: None,
+                last_traced: None,
+            });
+        }
+        let interval_ns = ms_to_ns(sc.sim.trace_interval_ms).max(1);
+        q.push(0, Event::Sample);
+        Ok(World {
+            links,
+            flows,
+            q,
+            flow_trace: FlowTrace::default(),
+            link_trace: LinkTrace::default(),
+            events: EventTrace::default(),
+            mode: sc.sim.trace,
+            interval_ns,
+            duration_ns: s_to_ns(sc.duration_s),
+            data_buf: Vec::new(),
+            ack_buf: Vec::new(),
+        })
+    }
+
+    /// Run to the end; `progress` gets the fraction of simulated time done now and then and
+    /// returns false to cancel the run (then the result is `SimError::Cancelled`).
+    pub fn run(mut self, mut progress: Option<&mut dyn FnMut(f64) -> bool>) -> Result<RunOutput, SimError> {
+        let end = self.duration_ns;
+        while let Some((t, ev)) = self.q.pop_until(end) {
+            match ev {
+                Event::LinkArrival(l) => self.on_link_arrival(t, l),
+                Event::SenderTimer(f) => self.on_sender_timer(t, f),
+                Event::ReceiverTimer(f) => self.on_receiver_timer(t, f),
+                Event::AppStart(f) => {
+                    let mut buf = std::mem::take(&mut self.data_buf);
+                    self.flows[f as usize].sender.on_start(t, &mut buf);
+                    self.send_data(t, f, &mut buf);
+                    self.data_buf = buf;
+                    self.after_sender(t, f);
+                }
+                Event::Sample => self.on_sample(t),
+            }
+            if self.q.processed & 0xffff == 0 {
+                if let Some(p) = progress.as_deref_mut() {
+                    if !p(t as f64 / end as f64) {
+                        return Err(SimError::Cancelled);
+                    }
+                }
+            }
+        }
+        if let Some(p) = progress.as_deref_mut() {
+            p(1.0);
+        }
+        Ok(self.finish())
+    }
+
+    fn on_sample(&mut self, t: u64) {
+        for (i, l) in self.links.iter_mut().enumerate() {
+            let st = l.link.stats();
+            let drops = st.dropped_loss_pkts + st.dropped_queue_pkts;
+            let tx = st.tx_bytes;
+            let lt = &mut self.link_trace;
+            lt.link.push(i as i32);
+            lt.t_s.push(t as f64 * 1e-9);
+            lt.queue_pkts.push(l.link.queue_pkts(t));
+            lt.queue_bytes.push(l.link.queue_bytes(t));
+            lt.drops.push(drops);
+            lt.tx_bytes.push(tx);
+        }
+        if self.mode == TraceMode::Interval {
+            for f in 0..self.flows.len() {
+                if t >= self.flows[f].start_ns {
+                    self.record_flow(t, f as u32);
+                }
+            }
+        }
+        let next = t + self.interval_ns;
+        if next <= self.duration_ns {
+            self.q.push(next, Event::Sample);
+        }
+    }
+
+    fn schedule_link(&mut self, l: u32) {
+        let slot = &mut self.links[l as usize];
+        if let Some(na) = slot.link.next_arrival_ns() {
+            if slot.scheduled.is_none_or(|s| na < s) {
+                slot.scheduled = Some(na);
+                self.q.push(na, Event::LinkArrival(l));
+            }
+        }
+    }
+
+    fn on_link_arrival(&mut self, t: u64, l: u32) {
+        if self.links[l as usize].scheduled != Some(t) {
+            return; // stale
+        }
+        self.links[l as usize].scheduled = None;
+        while let Some(p) = self.links[l as usize].link.pop_arrived(t) {
+            self.forward(t, p);
+        }
+        self.schedule_link(l);
+    }
+
+    /// Put `p` on the link at its current hop, or deliver it at the end of its path.
+    fn forward(&mut self, t: u64, mut p: Packet) {
+        p.hop += 1;
+        let fi = p.flow as usize;
+        let path = match p.seg {
+            Segment::Data(_) => &self.flows[fi].fwd_path,
+            Segment::Ack(_) => &self.flows[fi].rev_path,
+        };
+        if (p.hop as usize) < path.len() {
+            let l = path[p.hop as usize];
+            self.enqueue(t, l, p);
+            return;
+        }
+        match p.seg {
+            Segment::Data(d) => {
+                let mut buf = std::mem::take(&mut self.ack_buf);
+                self.flows[fi].receiver.on_data(t, &d, &mut buf);
+                self.send_acks(t, p.flow, &mut buf);
+                self.ack_buf = buf;
+                self.after_receiver(p.flow);
+            }
+            Segment::Ack(a) => {
+                let mut buf = std::mem::take(&mut self.data_buf);
+                self.flows[fi].sender.on_ack(t, &a, &mut buf);
+                self.send_data(t, p.flow, &mut buf);
+                self.data_buf = buf;
+                self.after_sender(t, p.flow);
+            }
+        }
+    }
+
+    fn enqueue(&mut self, t: u64, l: u32, p: Packet) {
+        match self.links[l as usize].link.enqueue(t, p) {
+            Ok(()) => self.schedule_link(l),
+            Err(d) => {
+                let (kind, seq) = match d.pkt.seg {
+                    Segment::Data(s) => ("loss", s.seq),
+                    Segment::Ack(a) => ("ack_loss", a.ack),
+                };
+                let reason = match d.reason {
+                    DropReason::Loss => "random",
+                    DropReason::QueueFull => "queue_full",
+                };
+                let detail = format!("link={} reason={} seq={}", self.links[l as usize].name, reason, seq);
+                self.events.push(t, d.pkt.flow as i32, kind, detail);
+            }
+        }
+    }
+
+    fn send_data(&mut self, t: u64, f: u32, buf: &mut Vec<DataSeg>) {
+        let ts = if self.flows[f as usize].timestamps { TS_OPTION_BYTES } else { 0 };
+        let first = self.flows[f as usize].fwd_path[0];
+        for d in buf.drain(..) {
+            let wire = d.len + HEADER_BYTES + ts;
+            self.enqueue(t, first, Packet { flow: f, hop: 0, wire, seg: Segment::Data(d) });
+        }
+    }
+
+    fn send_acks(&mut self, t: u64, f: u32, buf: &mut Vec<AckSeg>) {
+        let ts = if self.flows[f as usize].timestamps { TS_OPTION_BYTES } else { 0 };
+        let first = self.flows[f as usize].rev_path[0];
+        for a in buf.drain(..) {
+            let sack = if a.n_sack > 0 { SACK_BASE_BYTES + SACK_BLOCK_BYTES * a.n_sack as u32 } else { 0 };
+            let wire = HEADER_BYTES + ts + sack;
+            self.enqueue(t, first, Packet { flow: f, hop: 0, wire, seg: Segment::Ack(a) });
+        }
+    }
+
+    fn on_sender_timer(&mut self, t: u64, f: u32) {
+        let fl = &mut self.flows[f as usize];
+        if fl.sender_sched != Some(t) {
+            return;
+        }
+        fl.sender_sched = None;
+        let mut buf = std::mem::take(&mut self.data_buf);
+        self.flows[f as usize].sender.on_timer(t, &mut buf);
+        self.send_data(t, f, &mut buf);
+        self.data_buf = buf;
+        self.after_sender(t, f);
+    }
+
+    fn on_receiver_timer(&mut self, t: u64, f: u32) {
+        let fl = &mut self.flows[f as usize];
+        if fl.receiver_sched != Some(t) {
+            return;
+        }
+        fl.receiver_sched = None;
+        let mut buf = std::mem::take(&mut self.ack_buf);
+        self.flows[f as usize].receiver.on_timer(t, &mut buf);
+        self.send_acks(t, f, &mut buf);
+        self.ack_buf = buf;
+        self.after_receiver(f);
+    }
+
+    /// Reschedule the sender's timer, drain its events, trace it.
+    fn after_sender(&mut self, t: u64, f: u32) {
+        let fl = &mut self.flows[f as usize];
+        if let Some(d) = fl.sender.timer_deadline_ns() {
+            if fl.sender_sched.is_none_or(|s| d < s) {
+                fl.sender_sched = Some(d);
+                self.q.push(d, Event::SenderTimer(f));
+            }
+        }
+        for (et, kind, detail) in fl.sender.events.drain(..) {
+            self.events.push(et, f as i32, kind.name(), detail);
+        }
+        match self.mode {
+            TraceMode::Ack => self.record_flow(t, f),
+            TraceMode::Change => {
+                let tp = &self.flows[f as usize].sender.tp;
+                let key = (tp.snd_cwnd, tp.snd_ssthresh, tp.ca_state as u8);
+                if self.flows[f as usize].last_traced != Some(key) {
+                    self.record_flow(t, f);
+                }
+            }
+            TraceMode::Interval => {}
+        }
+    }
+
+    fn after_receiver(&mut self, f: u32) {
+        let fl = &mut self.flows[f as usize];
+        if let Some(d) = fl.receiver.timer_deadline_ns() {
+            if fl.receiver_sched.is_none_or(|s| d < s) {
+                fl.receiver_sched = Some(d);
+                self.q.push(d, Event::ReceiverTimer(f));
+            }
+        }
+    }
+
+    fn record_flow(&mut self, t: u64, f: u32) {
+        let fl = &mut self.flows[f as usize];
+        let s = &fl.sender;
+        let tp = &s.tp;
+        fl.last_traced = Some((tp.snd_cwnd, tp.snd_ssthresh, tp.ca_state as u8));
+        let tr = &mut self.flow_trace;
+        let nan_if_none = |has: bool, v: f64| if has { v } else { f64::NAN };
+        let has_rtt = tp.srtt_us != 0;
+        tr.flow.push(f as i32);
+        tr.t_s.push(t as f64 * 1e-9);
+        tr.cwnd_pkts.push(tp.snd_cwnd);
+        tr.ssthresh_pkts.push(tp.snd_ssthresh);
+        tr.inflight_pkts.push(tp.packets_in_flight());
+        tr.srtt_ms.push(nan_if_none(has_rtt, (tp.srtt_us >> 3) as f64 / 1000.0));
+        // TCP_INFO's tcpi_rttvar is mdev_us >> 2.
+        tr.rttvar_ms.push(nan_if_none(has_rtt, (tp.mdev_us >> 2) as f64 / 1000.0));
+        tr.min_rtt_ms.push(nan_if_none(tp.min_rtt_us != u32::MAX, tp.min_rtt_us as f64 / 1000.0));
+        tr.rto_ms.push(tp.icsk_rto_us as f64 / 1000.0);
+        tr.delivered_bytes.push(tp.snd_una.min(s.cfg.size_bytes));
+        tr.retrans_pkts.push(s.stats.retrans_pkts);
+        tr.ca_state.push(tp.ca_state as u8);
+        tr.pacing_rate_bps.push(if tp.pacing_rate_bytes_per_s > 0 {
+            tp.pacing_rate_bytes_per_s as f64 * 8.0
+        } else {
+            f64::NAN
+        });
+    }
+
+    fn finish(self) -> RunOutput {
+        let end_ns = self.duration_ns;
+        let flow_stats = self
+            .flows
+            .iter()
+            .map(|fl| {
+                let end = fl.receiver.completion_ns.unwrap_or(end_ns);
+                let secs = end.saturating_sub(fl.start_ns) as f64 * 1e-9;
+                let delivered = fl.receiver.delivered_bytes;
+                crate::FlowStats {
+                    flow: fl.name.clone(),
+                    goodput_bps: if secs > 0.0 { delivered as f64 * 8.0 / secs } else { 0.0 },
+                    delivered_bytes: delivered,
+                    retrans_pkts: fl.sender.stats.retrans_pkts,
+                    rto_count: fl.sender.stats.rto_count,
+                    fast_retransmit_count: fl.sender.stats.fast_retransmit_count,
+                    spurious_rto_count: fl.sender.stats.spurious_rto_count,
+                    undo_count: fl.sender.stats.undo_count,
+                    sent_pkts: fl.sender.stats.sent_pkts,
+                    acks_sent: fl.receiver.acks_sent,
+                    start_s: fl.start_ns as f64 * 1e-9,
+                    completion_s: fl.receiver.completion_ns.map(|c| c as f64 * 1e-9),
+                }
+            })
+            .collect();
+        let link_stats = self
+            .links
+            .iter()
+            .map(|l| {
+                let s = l.link.stats();
+                crate::LinkStats {
+                    link: l.name.clone(),
+                    enqueued_pkts: s.enqueued_pkts,
+                    dropped_loss_pkts: s.dropped_loss_pkts,
+                    dropped_queue_pkts: s.dropped_queue_pkts,
+                    tx_bytes: s.tx_bytes,
+                    delivered_pkts: s.delivered_pkts,
+                }
+            })
+            .collect();
+        RunOutput {
+            flow_names: self.flows.iter().map(|f| f.name.clone()).collect(),
+            link_names: self.links.iter().map(|l| l.name.clone()).collect(),
+            flows: self.flow_trace,
+            links: self.link_trace,
+            events: self.events,
+            flow_stats,
+            link_stats,
+            events_processed: self.q.processed,
+            sim_duration_s: end_ns as f64 * 1e-9,
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! Loss recovery behaviour through whole scenarios: fast retransmit with PRR, RTO backoff,
+//! spurious timeouts detected by F-RTO and undone.
+
+mod common;
+use common::*;
+use serde_json::json;
+
+fn event_times(out: &cclab_sim::RunOutput, kind: &str) -> Vec<f64> {
+    out.events
+        .kind
+        .iter()
+        .zip(&out.events.t_s)
+        .filter(|(k, _)| **k == kind)
+        .map(|(_, t)| *t)
+        .collect()
+}
+
+/// Random losses on a path whose queue never overflows (the window cap is below the BDP, as in
+/// the S0 setups) are all repaired by fast retransmit, never by RTO, and each recovery ends with
+/// cwnd = ssthresh = half the window (Reno, PRR).
+#[test]
+fn sparse_losses_recover_without_timeouts() {
+    let mut v = dumbbell("reno", Some(100_000_000), 50.0, 1000, 2e-4, 60.0);
+    v["flows"][0]["max_cwnd_pkts"] = json!(300);
+    v["sim"] = json!({"trace": "ack"});
+    let out = run_json(&v);
+    let st = &out.flow_stats[0];
+    assert!(st.fast_retransmit_count >= 3, "{st:?}");
+    assert_eq!(st.rto_count, 0, "{st:?}");
+    for c in cycles(&out) {
+        let ratio = c.w_min / c.wmax;
+        assert!((ratio - 0.5).abs() < 0.05, "Reno halves: {c:?}");
+    }
+}
+
+/// During a long outage the RTO fires repeatedly with exponential backoff (each interval twice
+/// the previous, within a jiffy), then the flow resumes.
+#[test]
+fn rto_backs_off_exponentially_during_an_outage() {
+    let mut v = dumbbell("cubic", Some(10_000_000), 100.0, 1000, 0.0, 70.0);
+    v["bottleneck"]["fwd"]["outages"] = json!([{"start_s": 5.0, "duration_s": 40.0}]);
+    let out = run_json(&v);
+    let rtos = event_times(&out, "rto");
+    assert!(rtos.len() >= 4, "expected repeated RTOs, got {rtos:?}");
+    let gaps: Vec<f64> = rtos.windows(2).map(|w| w[1] - w[0]).collect();
+    for g in gaps.windows(2) {
+        let r = g[1] / g[0];
+        assert!((r - 2.0).abs() < 0.1, "backoff ratio {r:.3} in {gaps:?}");
+    }
+    let st = &out.flow_stats[0];
+    assert!(st.delivered_bytes > 10_000_000, "flow resumes after the outage: {st:?}");
+}
+
+/// A delay spike longer than the RTO, with no loss, makes a spurious timeout. With timestamps,
+/// Linux's Eifel-style check (`tcp_packet_delayed`: the ACK echoes a TSval older than the
+/// retransmission) undoes it; without timestamps F-RTO (RFC 5682) does; with neither it stays a
+/// go-back-N retransmission of the window. (With SACK but no timestamps, Linux's RACK then
+/// re-marks the delayed originals lost, because the acked head was retransmitted after them;
+/// D-SACKs undo that later. We compare F-RTO's savings without SACK, where that cannot happen.)
+#[test]
+fn spurious_timeouts_are_detected_by_eifel_or_frto() {
+    let make = |frto: bool, ts: bool, sack: bool| {
+        let mut v = dumbbell("reno", Some(2_000_000), 300.0, 1000, 0.0, 30.0);
+        v["bottleneck"]["fwd"]["delay_spikes"] =
+            json!([{"start_s": 10.0, "duration_s": 0.01, "extra_delay_ms": 3000.0}]);
+        v["flows"][0]["frto"] = json!(frto);
+        v["flows"][0]["timestamps"] = json!(ts);
+        v["flows"][0]["sack"] = json!(sack);
+        // Below the 50-packet BDP: no queueing, so the RTO stays near srtt + rto_min.
+        v["flows"][0]["max_cwnd_pkts"] = json!(40);
+        run_json(&v)
+    };
+    let eifel = make(true, true, true);
+    let st = &eifel.flow_stats[0];
+    assert!(st.rto_count >= 1, "the spike must cause a timeout: {st:?}");
+    assert!(st.spurious_rto_count >= 1, "timestamps must flag it spurious: {st:?}");
+    assert!(!event_times(&eifel, "eifel_undo").is_empty());
+
+    let frto = make(true, false, false);
+    let st = &frto.flow_stats[0];
+    assert!(st.rto_count >= 1 && st.spurious_rto_count >= 1, "F-RTO must flag it: {st:?}");
+    assert!(!event_times(&frto, "frto_undo").is_empty());
+
+    let plain = make(false, false, false);
+    let st = &plain.flow_stats[0];
+    assert!(st.rto_count >= 1, "{st:?}");
+    assert_eq!(st.spurious_rto_count, 0, "nothing can detect it: {st:?}");
+    assert!(
+        frto.flow_stats[0].retrans_pkts < st.retrans_pkts,
+        "F-RTO avoids the go-back-N retransmissions: {} vs {}",
+        frto.flow_stats[0].retrans_pkts,
+        st.retrans_pkts
+    );
+}
