@@ -75,3 +75,58 @@ pub fn cycles(out: &RunOutput) -> Vec<Cycle> {
     }
     res
 }
+
+/// Least-squares fit of W(t) = c (t - T)^3 + w0 to flow 0's congestion-avoidance samples after
+/// `cy` (from the end of its recovery to the next reduction). Returns (c, T, w0): for each
+/// candidate inflection time T on a 5 ms grid the model is linear in (c, w0).
+pub fn fit_cubic(out: &RunOutput, cy: &Cycle) -> Option<(f64, f64, f64)> {
+    let f = &out.flows;
+    let start = f.t_s.iter().position(|&t| t > cy.t_reduce_s)?;
+    let mut i = start;
+    while i < f.len() && f.ca_state[i] >= 2 {
+        i += 1;
+    }
+    let mut ts = Vec::new();
+    let mut ws = Vec::new();
+    while i < f.len() && f.ca_state[i] < 2 {
+        ts.push(f.t_s[i]);
+        ws.push(f.cwnd_pkts[i] as f64);
+        i += 1;
+    }
+    if ts.len() < 50 {
+        return None;
+    }
+    let (t_first, t_last) = (ts[0], *ts.last()?);
+    // Sum of squared errors and (c, w0) for one candidate inflection time.
+    let fit_at = |t_cand: f64| -> Option<(f64, f64, f64)> {
+        let xs: Vec<f64> = ts.iter().map(|t| (t - t_cand).powi(3)).collect();
+        let n = xs.len() as f64;
+        let (mx, my) = (xs.iter().sum::<f64>() / n, ws.iter().sum::<f64>() / n);
+        let sxx: f64 = xs.iter().map(|x| (x - mx) * (x - mx)).sum();
+        let sxy: f64 = xs.iter().zip(&ws).map(|(x, y)| (x - mx) * (y - my)).sum();
+        if sxx <= 0.0 {
+            return None;
+        }
+        let c = sxy / sxx;
+        let w0 = my - c * mx;
+        let sse = xs.iter().zip(&ws).map(|(x, y)| (y - (c * x + w0)).powi(2)).sum();
+        Some((c, w0, sse))
+    };
+    // Coarse grid (50 ms), then a 1 ms grid around the best point.
+    let mut best: Option<(f64, f64, f64, f64)> = None;
+    let mut scan = |lo: f64, hi: f64, step: f64, best: &mut Option<(f64, f64, f64, f64)>| {
+        let mut t = lo;
+        while t <= hi {
+            if let Some((c, w0, sse)) = fit_at(t) {
+                if best.is_none_or(|b| sse < b.3) {
+                    *best = Some((c, t, w0, sse));
+                }
+            }
+            t += step;
+        }
+    };
+    scan(t_first, t_last + 5.0, 0.05, &mut best);
+    let t0 = best?.1;
+    scan(t0 - 0.05, t0 + 0.05, 0.001, &mut best);
+    best.map(|(c, t, w0, _)| (c, t, w0))
+}
