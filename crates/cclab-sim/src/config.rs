@@ -7,9 +7,11 @@ use crate::cc::{self, Params};
 use cclab_net::{loss::LossModel, NS_PER_MS, NS_PER_S};
 use serde::{Deserialize, Serialize};
 
-/// A field that is wrong, with what is accepted.
+/// A field that is wrong, with what is accepted. Displayed as `field: message`, or as
+/// `field.message` when the message itself starts with the rest of the path (`cc_params.beta
+/// = 1.5 is out of range ...`).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{field}: {message}")]
+#[error("{field}{}{message}", if message.starts_with("cc_params.") { "." } else { ": " })]
 pub struct ConfigError {
     /// Dotted path of the field, e.g. `flows[0].mss_bytes`.
     pub field: String,
@@ -337,9 +339,10 @@ impl Scenario {
             if f.rto_min_ms > f.rto_max_ms {
                 return Err(err(format!("{p}.rto_min_ms"), "must not exceed rto_max_ms"));
             }
-            cc::build(&f.cc, &f.cc_params).map_err(|e| match e {
+            cc::build(&f.cc, &f.cc_params).map_err(|e| match &e {
                 cc::CcError::UnknownAlgorithm { .. } => err(format!("{p}.cc"), e.to_string()),
-                _ => err(format!("{p}.cc_params"), e.to_string()),
+                // The algorithm's message starts with "cc_params.<name>": prefix the flow.
+                _ => ConfigError { field: p.clone(), message: e.to_string() },
             })?;
         }
         Ok(())

@@ -247,7 +247,7 @@ impl World {
                 }
             }
         }
-        if let Some(p) = progress.as_deref_mut() {
+        if let Some(p) = progress {
             p(1.0);
         }
         Ok(self.finish())

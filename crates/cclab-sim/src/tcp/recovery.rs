@@ -291,11 +291,10 @@ impl Sender {
             self.retrans_stamp = 0;
         } else if self.tp.snd_una >= self.tp.high_seq {
             match self.tp.ca_state {
-                CaState::Cwr => {
-                    if self.tp.snd_una != self.tp.high_seq {
-                        self.end_cwnd_reduction();
-                        self.set_ca_state(CaState::Open);
-                    }
+                // CWR is held until something *above* high_seq is ACKed.
+                CaState::Cwr if self.tp.snd_una != self.tp.high_seq => {
+                    self.end_cwnd_reduction();
+                    self.set_ca_state(CaState::Open);
                 }
                 CaState::Recovery => {
                     if !self.is_sack() {
@@ -426,7 +425,7 @@ impl Sender {
         if acked > 0 {
             let d = (acked as i64 - self.tp.sacked_out as i64).max(1);
             self.tp.delivered += d as u32;
-            if acked - 1 >= self.tp.sacked_out {
+            if acked > self.tp.sacked_out {
                 self.tp.sacked_out = 0;
             } else {
                 self.tp.sacked_out -= acked - 1;

@@ -298,9 +298,11 @@ impl Sender {
     /// Send a segment (new or retransmission) and stamp it (`tcp_transmit_skb` +
     /// `tcp_rate_skb_sent`).
     fn transmit(&mut self, idx: usize, retrans: bool, out: &mut Vec<DataSeg>) {
+        // tcp_event_data_sent: TX_START sees the previous lsndtime, then it moves to now.
         if self.tp.packets_in_flight() == 0 {
             self.cc.cwnd_event(&mut self.tp, CaEvent::TxStart);
         }
+        self.tp.lsndtime = self.tp.jiffies();
         if self.tp.packets_out == 0 {
             self.first_tx_mstamp_us = self.tp.tcp_mstamp_us;
             self.delivered_mstamp_us = self.tp.tcp_mstamp_us;

@@ -74,6 +74,8 @@ pub struct TcpSock {
     pub pacing_rate_bytes_per_s: u64,
     /// Non-zero while the flow is application-limited (`app_limited`).
     pub app_limited: u32,
+    /// Jiffies of the last data transmission (`lsndtime`).
+    pub lsndtime: u32,
 }
 
 impl TcpSock {
@@ -110,6 +112,7 @@ impl TcpSock {
             icsk_rto_us: 1_000_000,
             pacing_rate_bytes_per_s: 0,
             app_limited: 0,
+            lsndtime: 0,
         }
     }
 

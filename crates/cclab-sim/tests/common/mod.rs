@@ -53,7 +53,7 @@ pub fn cycles(out: &RunOutput) -> Vec<Cycle> {
             if j >= f.len() {
                 break;
             }
-            if f.ca_state[i..j].iter().any(|&s| s == 4) {
+            if f.ca_state[i..j].contains(&4) {
                 i = j;
                 continue; // an RTO in between: not a clean cycle
             }
@@ -114,7 +114,7 @@ pub fn fit_cubic(out: &RunOutput, cy: &Cycle) -> Option<(f64, f64, f64)> {
     };
     // Coarse grid (50 ms), then a 1 ms grid around the best point.
     let mut best: Option<(f64, f64, f64, f64)> = None;
-    let mut scan = |lo: f64, hi: f64, step: f64, best: &mut Option<(f64, f64, f64, f64)>| {
+    let scan = |lo: f64, hi: f64, step: f64, best: &mut Option<(f64, f64, f64, f64)>| {
         let mut t = lo;
         while t <= hi {
             if let Some((c, w0, sse)) = fit_at(t) {
