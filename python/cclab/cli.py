@@ -1,0 +1,216 @@
+"""The ``cclab`` command line."""
+
+from __future__ import annotations
+
+import sys
+import time
+import tomllib
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from ._errors import ScenarioError
+
+__all__ = ["main", "cli"]
+
+out = Console()
+err = Console(stderr=True)
+
+
+def _user_error(msg: str) -> NoReturn:
+    err.print(f"[bold red]error:[/] {msg}", highlight=False, markup=True, soft_wrap=True)
+    sys.exit(2)
+
+
+def _parse_set(items: tuple[str, ...]) -> dict[str, Any]:
+    """``key=value`` pairs; values are read as TOML values when they parse, else as strings."""
+    res: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            _user_error(f"--set {item!r}: expected KEY=VALUE, e.g. --set bottleneck.loss=1e-3")
+        key, raw = item.split("=", 1)
+        try:
+            value = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw
+        res[key.strip()] = value
+    return res
+
+
+class _DelayedProgress:
+    """A rich progress bar that appears only when a run takes longer than a second."""
+
+    def __init__(self, label: str, enabled: bool) -> None:
+        self.label, self.enabled = label, enabled
+        self.t0 = time.monotonic()
+        self.bar: Progress | None = None
+        self.task: Any = None
+
+    def __call__(self, frac: float) -> None:
+        if not self.enabled:
+            return
+        if self.bar is None:
+            if time.monotonic() - self.t0 < 1.0:
+                return
+            self.bar = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                TextColumn("{task.percentage:>3.0f}%"),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=err,
+                transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task(self.label, total=1.0)
+        self.bar.update(self.task, completed=frac)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog="""\b
+Examples:
+  cclab run s0-25ms -o out/s0-25ms
+  cclab run scenarios/s0-100ms.toml --set bottleneck.loss=1e-3 --seed 2
+  cclab validate my.toml
+  cclab presets
+""",
+)
+@click.version_option(package_name="cclab")
+def cli() -> None:
+    """cclab: TCP congestion control on a Linux-faithful simulator.
+
+    One scenario file describes links and flows; cclab runs it and writes traces
+    (Parquet), a summary (JSON) and figures (PNG).
+    """
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  cclab run s0-25ms -o out/s0-25ms
+  cclab run scenarios/s0-550ms.toml --seed 3 -o out/550
+  cclab run s0-100ms --set bottleneck.loss=1e-3 --set flows[0].cc=reno
+"""
+)
+@click.argument("scenario")
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Directory for traces.parquet, summary.json, cwnd.png (default: out/<name>).")
+@click.option("--seed", type=int, default=None, help="Seed of every random stream (default: the scenario's).")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="Override a scenario field by its dotted path; repeatable.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar, no table.")
+def run(scenario: str, out_dir: str | None, seed: int | None, sets: tuple[str, ...], quiet: bool) -> None:
+    """Run SCENARIO (a .toml file or a shipped name) on the simulator."""
+    from .scenario import load_scenario
+    from .sim import simulate
+
+    overrides = _parse_set(sets)
+    if seed is not None:
+        overrides["seed"] = seed
+    try:
+        sc = load_scenario(scenario, **overrides)
+    except ScenarioError as e:
+        _user_error(str(e))
+    progress = _DelayedProgress(f"simulating {sc.name}", enabled=not quiet)
+    try:
+        res = simulate(sc, progress=progress)
+    finally:
+        progress.close()
+    target = Path(out_dir) if out_dir else Path("out") / sc.name
+    paths = res.write(target)
+    if quiet:
+        return
+    t = Table(title=f"{sc.name} (seed {sc.seed}, {sc.duration_s:g} s simulated)")
+    for col in ("flow", "cc", "goodput (Mbps)", "retrans (pkts)", "RTOs", "fast rexmits"):
+        t.add_column(col, justify="right" if col != "flow" else "left")
+    for f, st in zip(sc.flows, res.summary["flows"]):
+        t.add_row(str(f.name), f.cc, f"{st['goodput_bps'] / 1e6:.3f}", str(st["retrans_pkts"]),
+                  str(st["rto_count"]), str(st["fast_retransmit_count"]))
+    out.print(t)
+    run_info = res.summary["run"]
+    out.print(f"{run_info['events_processed']:,} events in {run_info['wall_time_s']:.2f} s; "
+              f"wrote {', '.join(p.name for p in paths.values())} to {target}/")
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  cclab validate scenarios/s0-25ms.toml
+  cclab validate my.toml other.toml
+"""
+)
+@click.argument("files", nargs=-1, required=True)
+def validate(files: tuple[str, ...]) -> None:
+    """Check scenario FILES; name every bad field (exit code 2 if any is bad)."""
+    from .scenario import load_scenario
+
+    bad = False
+    for f in files:
+        try:
+            load_scenario(f)
+            out.print(f"{f}: ok")
+        except ScenarioError as e:
+            bad = True
+            err.print(f"{f}:", highlight=False)
+            for path, msg in e.problems:
+                err.print(f"  {path}: {msg}", highlight=False, markup=False)
+    if bad:
+        sys.exit(2)
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  cclab presets
+"""
+)
+def presets() -> None:
+    """List shipped scenarios and congestion-control algorithms and presets."""
+    from . import presets as p
+
+    t = Table(title="Shipped scenarios (cclab run NAME)")
+    t.add_column("name")
+    t.add_column("description")
+    for s in p.scenarios():
+        t.add_row(s["name"], s["description"])
+    out.print(t)
+    a = Table(title="Congestion control (cc = NAME; tunables in cc_params)")
+    for col in ("name", "description", "source", "tunables (default)"):
+        a.add_column(col)
+    for algo in p.algorithms():
+        params = ", ".join(f"{q['name']}={q['default']}" for q in algo["params"])
+        if algo["preset_params"]:
+            params = "preset of " + algo["base"] + ": " + ", ".join(f"{k}={v}" for k, v in algo["preset_params"].items())
+        a.add_row(algo["name"], algo["description"], algo["source"], params)
+    out.print(a)
+
+
+def main() -> None:
+    """Entry point: user errors exit 2 with a message, internal errors exit 1."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        err.print("interrupted")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(2)
+    except ScenarioError as e:
+        _user_error(str(e))
+    except SystemExit:
+        raise
+    except Exception as e:  # noqa: BLE001 - last resort: never a traceback for users
+        err.print(f"[bold red]internal error:[/] {type(e).__name__}: {e}\nPlease report this with the scenario file.")
+        sys.exit(1)

@@ -1,0 +1,456 @@
+"""Scenario files: the pydantic models of docs/scenario.md, unit parsing, defaults, and the
+normalised JSON the simulator core reads.
+
+>>> sc = load_scenario("scenarios/s0-25ms.toml")          # doctest: +SKIP
+>>> sc = load_scenario("s0-25ms", **{"bottleneck.loss": 1e-3})  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ._errors import ScenarioError
+from .units import UnitError, parse_quantity, unit_of_field
+
+__all__ = [
+    "Scenario",
+    "Flow",
+    "Link",
+    "Duplex",
+    "Host",
+    "SimSettings",
+    "ScenarioError",
+    "load_scenario",
+    "shipped_scenarios",
+    "resolve_scenario_path",
+]
+
+Prob = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class _Strict(BaseModel):
+    """Strict base: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Model(_Strict):
+    """Strict base whose fields named with a unit (``delay_ms``) accept unit strings."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _parse_units(cls, v: Any, info: Any) -> Any:
+        name = info.field_name
+        if name and unit_of_field(name) and isinstance(v, (str, float)):
+            return parse_quantity(v, name)
+        return v
+
+
+class Outage(_Model):
+    """The link serves nothing in [start_s, start_s + duration_s); packets wait."""
+
+    start_s: float = Field(ge=0)
+    duration_s: float = Field(ge=0)
+
+
+class DelaySpike(_Model):
+    """Packets leaving in [start_s, start_s + duration_s) arrive extra_delay_ms later."""
+
+    start_s: float = Field(ge=0)
+    duration_s: float = Field(ge=0)
+    extra_delay_ms: float = Field(ge=0)
+
+
+class NoLoss(_Strict):
+    kind: Literal["none"]
+
+
+class BernoulliLoss(_Strict):
+    kind: Literal["bernoulli"]
+    p: Prob
+
+
+class GilbertElliottLoss(_Strict):
+    kind: Literal["gilbert_elliott"]
+    p_good_bad: Prob
+    p_bad_good: Prob
+    loss_good: Prob = 0.0
+    loss_bad: Prob = 1.0
+
+
+LossModel = Annotated[Union[NoLoss, BernoulliLoss, GilbertElliottLoss], Field(discriminator="kind")]
+
+
+class Link(_Model):
+    """One direction of a link. In a reverse block every field may be left out."""
+
+    rate_bps: float | None = Field(default=None, gt=0)
+    capacity_trace: str | None = None
+    delay_ms: float | None = Field(default=None, ge=0)
+    queue_pkts: int | None = Field(default=None, ge=1)
+    queue_bytes: int | None = Field(default=None, ge=1)
+    loss: Prob | None = None
+    loss_model: LossModel | None = None
+    outages: list[Outage] = Field(default_factory=list)
+    delay_spikes: list[DelaySpike] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _exclusive(self) -> "Link":
+        if self.queue_pkts is not None and self.queue_bytes is not None:
+            raise ValueError("give either queue_pkts or queue_bytes, not both")
+        if self.loss is not None and self.loss_model is not None:
+            raise ValueError("give either loss (Bernoulli) or loss_model, not both")
+        if self.rate_bps is not None and self.capacity_trace is not None:
+            raise ValueError("give either rate_bps or capacity_trace, not both")
+        return self
+
+
+class Duplex(Link):
+    """A link's data direction, with the ACK direction in ``reverse``."""
+
+    reverse: Link | None = None
+
+
+class Host(_Model):
+    name: str = Field(min_length=1)
+    access: Duplex | None = None
+
+
+class Flow(_Model):
+    """One TCP flow (docs/scenario.md lists every field)."""
+
+    name: str | None = None
+    sender: str | None = None
+    receiver: str | None = None
+    cc: str = "cubic"
+    cc_params: dict[str, bool | int | float] = Field(default_factory=dict)
+    start_s: float = Field(default=0.0, ge=0)
+    size_bytes: int = Field(default=0, ge=0)
+    mss_bytes: int = Field(default=1448, ge=64, le=65495)
+    initial_cwnd_pkts: int = Field(default=10, ge=1, le=1_000_000)
+    max_cwnd_pkts: int = Field(default=0, ge=0)
+    rwnd_bytes: int = Field(default=0, ge=0)
+    sack: bool = True
+    timestamps: bool = True
+    delayed_ack: bool = True
+    frto: bool = True
+    rto_min_ms: float = Field(default=200.0, ge=1)
+    rto_initial_ms: float = Field(default=1000.0, ge=1)
+    rto_max_ms: float = Field(default=120_000.0, ge=1)
+
+    @model_validator(mode="after")
+    def _rto_order(self) -> "Flow":
+        if self.rto_min_ms > self.rto_max_ms:
+            raise ValueError(f"rto_min_ms ({self.rto_min_ms}) must not exceed rto_max_ms ({self.rto_max_ms})")
+        return self
+
+
+class SimSettings(_Model):
+    """Simulator-only settings."""
+
+    kernel_hz: Literal[100, 250, 300, 1000] = 250
+    trace: Literal["change", "ack", "interval"] = "change"
+    trace_interval_ms: float = Field(default=10.0, ge=0.1)
+
+
+class Scenario(_Model):
+    """A validated scenario. Build with :func:`load_scenario` or directly from Python objects."""
+
+    name: str = "scenario"
+    description: str = ""
+    duration_s: float = Field(gt=0)
+    seed: int = Field(default=1, ge=0, lt=2**63)
+    sim: SimSettings = Field(default_factory=SimSettings)
+    bottleneck: Duplex
+    senders: list[Host] = Field(default_factory=lambda: [Host(name="sender")], min_length=1)
+    receivers: list[Host] = Field(default_factory=lambda: [Host(name="receiver")], min_length=1)
+    flows: list[Flow] = Field(min_length=1)
+    #: Directory that relative paths (capacity traces) are read from.
+    base_dir: str = Field(default=".", exclude=True)
+
+    @model_validator(mode="after")
+    def _references(self) -> "Scenario":
+        b = self.bottleneck
+        if b.rate_bps is None and b.capacity_trace is None:
+            raise ValueError("bottleneck: give rate_bps or capacity_trace")
+        if b.delay_ms is None:
+            b.delay_ms = 0.0
+        for kind, hosts in (("senders", self.senders), ("receivers", self.receivers)):
+            names = [h.name for h in hosts]
+            dup = {n for n in names if names.count(n) > 1}
+            if dup:
+                raise ValueError(f"{kind}: names must be unique, repeated: {sorted(dup)}")
+        senders = [h.name for h in self.senders]
+        receivers = [h.name for h in self.receivers]
+        for i, f in enumerate(self.flows):
+            if f.name is None:
+                f.name = f"flow{i}"
+            if f.sender is None:
+                f.sender = senders[0]
+            if f.receiver is None:
+                f.receiver = receivers[0]
+            if f.sender not in senders:
+                raise ValueError(f"flows[{i}].sender: no sender named {f.sender!r}; senders are {senders}")
+            if f.receiver not in receivers:
+                raise ValueError(f"flows[{i}].receiver: no receiver named {f.receiver!r}; receivers are {receivers}")
+        names = [f.name for f in self.flows]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"flows: names must be unique, repeated: {sorted(dup)}")
+        return self
+
+    # ----------------------------------------------------------------------------------------
+    def _link_json(self, link: Link, forward: Link | None, path: str) -> dict[str, Any]:
+        """One direction as the core reads it; a reverse link inherits rate, trace, delay and
+        queue from ``forward`` (loss, outages and spikes are its own)."""
+        src = forward if forward is not None else link
+
+        def pick(attr: str) -> Any:
+            v = getattr(link, attr)
+            return v if v is not None or forward is None else getattr(forward, attr)
+
+        rate, trace = link.rate_bps, link.capacity_trace
+        if forward is not None and rate is None and trace is None:
+            rate, trace = src.rate_bps, src.capacity_trace
+        trace_text = None
+        if trace is not None:
+            p = Path(trace)
+            if not p.is_absolute():
+                p = Path(self.base_dir) / p
+            try:
+                trace_text = p.read_text()
+            except OSError as e:
+                raise ScenarioError([(f"{path}.capacity_trace", f"cannot read {str(p)!r}: {e.strerror}")]) from e
+        queue_pkts, queue_bytes = link.queue_pkts, link.queue_bytes
+        if forward is not None and queue_pkts is None and queue_bytes is None:
+            queue_pkts, queue_bytes = forward.queue_pkts, forward.queue_bytes
+        if link.loss_model is not None:
+            loss_model = link.loss_model.model_dump()
+        elif link.loss:
+            loss_model = {"kind": "bernoulli", "p": link.loss}
+        else:
+            loss_model = {"kind": "none"}
+        delay = pick("delay_ms")
+        return {
+            "rate_bps": None if rate is None else int(round(rate)),
+            "capacity_trace_text": trace_text,
+            "delay_ms": float(delay or 0.0),
+            "queue_pkts": queue_pkts,
+            "queue_bytes": queue_bytes,
+            "loss_model": loss_model,
+            "outages": [o.model_dump() for o in link.outages],
+            "delay_spikes": [d.model_dump() for d in link.delay_spikes],
+        }
+
+    def _duplex_json(self, d: Duplex, path: str) -> dict[str, Any]:
+        rev = d.reverse if d.reverse is not None else Link()
+        return {"fwd": self._link_json(d, None, f"{path}"), "rev": self._link_json(rev, d, f"{path}.reverse")}
+
+    def to_core_dict(self) -> dict[str, Any]:
+        """The normalised scenario: every default filled, every quantity a number in the unit
+        its field name says, reverse links resolved, ``loss`` folded into ``loss_model``,
+        capacity traces read into ``capacity_trace_text``."""
+        hosts = lambda hs, kind: [  # noqa: E731
+            {"name": h.name, "access": None if h.access is None else self._duplex_json(h.access, f"{kind}.{h.name}.access")}
+            for h in hs
+        ]
+        return {
+            "name": self.name,
+            "description": self.description,
+            "duration_s": self.duration_s,
+            "seed": self.seed,
+            "sim": self.sim.model_dump(),
+            "bottleneck": self._duplex_json(self.bottleneck, "bottleneck"),
+            "senders": hosts(self.senders, "senders"),
+            "receivers": hosts(self.receivers, "receivers"),
+            "flows": [f.model_dump() for f in self.flows],
+        }
+
+    def to_core_json(self) -> str:
+        """:meth:`to_core_dict` as JSON, the input of ``cclab._core.simulate``."""
+        return json.dumps(self.to_core_dict())
+
+    def as_run(self) -> dict[str, Any]:
+        """The scenario with every default filled in, in scenario-file form (for summaries)."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+# -------------------------------------------------------------------------------------------
+def _loc_to_path(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("none", "bernoulli", "gilbert_elliott", "function-after[_exclusive()]"):
+            continue
+        elif isinstance(part, str) and part.startswith(("function-", "tagged-union")):
+            continue
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "scenario"
+
+
+_ACCEPTED_KEYS: dict[str, type[BaseModel]] = {}
+
+
+def _problems(err: ValidationError, model: type[BaseModel]) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
+    for e in err.errors(include_url=False):
+        path = _loc_to_path(tuple(e["loc"]))
+        msg = str(e["msg"])
+        msg = re.sub(r"^(Value error|Assertion failed), ", "", msg)
+        leaf = path.rsplit(".", 1)[-1]
+        if msg.startswith(f"{leaf}: "):
+            msg = msg[len(leaf) + 2 :]
+        if e["type"] == "extra_forbidden":
+            parent = _model_at(model, tuple(e["loc"])[:-1])
+            keys = ", ".join(parent.model_fields) if parent else ""
+            msg = f"unknown key; accepted keys here: {keys}"
+        elif e["type"] == "missing":
+            msg = "required"
+        elif "input" in e and e["type"] not in ("value_error", "model_type"):
+            msg = f"{e['input']!r} is not accepted: {msg}"
+        # Messages that already carry their own path (cross-field checks).
+        m = re.match(r"^([\w\[\].]+): (.*)$", msg, re.S)
+        if m and ("[" in m.group(1) or m.group(1) in ("bottleneck", "flows", "senders", "receivers")):
+            path, msg = m.group(1), m.group(2)
+        problems.append((path, msg))
+    return problems
+
+
+def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    cur: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        fields = getattr(cur, "model_fields", None)
+        if not fields or part not in fields:
+            return None
+        ann = fields[part].annotation
+        cur = _first_model(ann)
+        if cur is None:
+            return None
+    return cur if isinstance(cur, type) and issubclass(cur, BaseModel) else None
+
+
+def _first_model(ann: Any) -> Any:
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return ann
+    for a in getattr(ann, "__args__", ()) or ():
+        m = _first_model(a)
+        if m is not None:
+            return m
+    return None
+
+
+def _set_dotted(d: dict[str, Any], key: str, value: Any) -> None:
+    """Set ``a.b[0].c`` (or ``a.b.0.c``) in nested dicts/lists, creating dicts as needed."""
+    parts = [p for p in re.split(r"\.|\[(\d+)\]", key) if p]
+    cur: Any = d
+    for i, p in enumerate(parts):
+        last = i == len(parts) - 1
+        idx: Any = int(p) if p.isdigit() else p
+        if isinstance(cur, list):
+            if not isinstance(idx, int) or idx >= len(cur):
+                raise ScenarioError([(key, f"index {p} is out of range (the list has {len(cur)} items)")])
+        elif isinstance(idx, int):
+            raise ScenarioError([(key, f"{'.'.join(parts[:i])} is not a list")])
+        if last:
+            cur[idx] = value
+        else:
+            if isinstance(cur, dict) and idx not in cur:
+                cur[idx] = {}
+            cur = cur[idx]
+            if not isinstance(cur, (dict, list)):
+                raise ScenarioError([(key, f"{'.'.join(parts[: i + 1])} is a value, not a table")])
+
+
+def shipped_scenarios() -> dict[str, Path]:
+    """Names and paths of the scenario files shipped with cclab."""
+    base = resources.files("cclab") / "scenarios"
+    return {p.name[:-5]: Path(str(p)) for p in sorted(base.iterdir(), key=lambda p: p.name) if p.name.endswith(".toml")}
+
+
+def resolve_scenario_path(name_or_path: str | Path) -> Path:
+    """A path as given if it exists, else a shipped scenario of that name."""
+    p = Path(name_or_path)
+    if p.exists():
+        return p
+    shipped = shipped_scenarios()
+    if str(name_or_path) in shipped:
+        return shipped[str(name_or_path)]
+    raise ScenarioError(
+        [("scenario", f"no file {str(p)!r} and no shipped scenario of that name; shipped: {', '.join(shipped)}")]
+    )
+
+
+def load_scenario(source: str | Path | dict[str, Any] | Scenario, **overrides: Any) -> Scenario:
+    """Load and validate a scenario from a TOML file, a shipped name, or a dict.
+
+    ``overrides`` set dotted keys before validation: ``load_scenario(p, **{"bottleneck.loss": 1e-3})``.
+    Raises :class:`ScenarioError` listing every bad field.
+    """
+    if isinstance(source, Scenario):
+        if not overrides:
+            return source
+        source = source.model_dump(exclude_none=True) | {"base_dir": source.base_dir}
+    label = None
+    if isinstance(source, dict):
+        data = json.loads(json.dumps(source))  # deep copy
+        base_dir = data.pop("base_dir", ".")
+    else:
+        path = resolve_scenario_path(source)
+        label = str(path)
+        try:
+            data = tomllib.loads(path.read_text())
+        except tomllib.TOMLDecodeError as e:
+            raise ScenarioError([("scenario", f"TOML syntax: {e}")], source=label) from e
+        except OSError as e:
+            raise ScenarioError([("scenario", f"cannot read {label!r}: {e.strerror}")], source=label) from e
+        data.setdefault("name", path.stem)
+        base_dir = str(path.parent)
+    for key, value in overrides.items():
+        _set_dotted(data, key, value)
+    try:
+        sc = Scenario.model_validate({**data, "base_dir": base_dir})
+    except ValidationError as e:
+        raise ScenarioError(_problems(e, Scenario), source=label) from None
+    except UnitError as e:  # pragma: no cover - pydantic wraps these
+        raise ScenarioError([("scenario", str(e))], source=label) from None
+    _check_core(sc, label)
+    return sc
+
+
+def _check_core(sc: Scenario, label: str | None) -> None:
+    """Ask the core about what only it can judge (algorithm names, cc_params, traces)."""
+    try:
+        from . import _core
+    except ImportError:  # pure-Python use without the compiled core
+        return
+    try:
+        _core.validate(sc.to_core_json())
+    except _core.ConfigError as e:
+        msg = str(e)
+        m = re.match(r"^([\w\[\].]+?)(?::\s|\.(?=cc_params))(.*)$", msg, re.S)
+        if m and m.group(1).startswith(("flows", "bottleneck", "senders", "receivers", "sim")):
+            sep_path = m.group(1)
+            rest = m.group(2)
+            if msg[len(sep_path)] == ".":
+                # "flows[0].cc_params.beta = 1.5 is out of range ..."
+                pm = re.match(r"^(cc_params\.\w+)\s*(?:= )?(.*)$", rest, re.S)
+                if pm:
+                    raise ScenarioError([(f"{sep_path}.{pm.group(1)}", pm.group(2))], source=label) from None
+            raise ScenarioError([(sep_path, rest)], source=label) from None
+        raise ScenarioError([("scenario", msg)], source=label) from None
+
+
+def _is_finite(x: float) -> bool:
+    return math.isfinite(x)
