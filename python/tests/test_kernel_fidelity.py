@@ -1,0 +1,47 @@
+"""The simulator against real Linux 6.18 flows recorded through a TUN link emulator
+(shared/data/kernel-traces: TCP_INFO every 10 ms). Lossless paths are compared: there both the
+kernel and the simulator are deterministic up to timer jitter, so cwnd statistics must agree
+closely. (With random loss, single runs differ by luck: whether a random loss ends slow start
+before the buffer overflows decides hundreds of retransmissions.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import cclab
+
+from .conftest import needs_core
+
+TRACES = Path(__file__).resolve().parents[3] / "shared" / "data" / "kernel-traces"
+
+pytestmark = [
+    needs_core,
+    pytest.mark.skipif(not TRACES.is_dir(), reason="shared/data/kernel-traces not beside the project"),
+]
+
+
+@pytest.mark.parametrize(("name", "cc"), [("cubic_20M_200ms_q500", "cubic"), ("reno_20M_200ms_q500", "reno")])
+def test_lossless_cwnd_matches_the_kernel(name, cc):
+    k = pd.read_csv(TRACES / f"{name}.csv")
+    # The recorded path: 20 Mbit/s, 100 ms each way, 750000-byte drop-tail queue, MSS 1448.
+    r = cclab.simulate(
+        {
+            "name": name,
+            "duration_s": float(k["t"].iloc[-1]),
+            "sim": {"trace": "interval", "trace_interval_ms": 10},
+            "bottleneck": {"rate_bps": "20Mbps", "delay_ms": 100, "queue_bytes": 750000},
+            "flows": [{"cc": cc, "mss_bytes": 1448}],
+        }
+    )
+    kt, st = k[k["t"] > 10], r.flows[r.flows["t_s"] > 10]
+    k_goodput = k["bytes_acked"].iloc[-1] * 8 / k["t"].iloc[-1]
+    s_goodput = r.summary["flows"][0]["goodput_bps"]
+    assert abs(s_goodput - k_goodput) / k_goodput < 0.03
+    assert abs(st["cwnd_pkts"].mean() - kt["snd_cwnd"].mean()) / kt["snd_cwnd"].mean() < 0.03
+    assert abs(int(st["cwnd_pkts"].max()) - int(kt["snd_cwnd"].max())) <= 0.02 * kt["snd_cwnd"].max()
+    k_recoveries = int(((k["ca_state"].shift(1) < 2) & (k["ca_state"] >= 3)).sum())
+    assert abs(r.summary["flows"][0]["fast_retransmit_count"] - k_recoveries) <= 1
+    assert r.summary["flows"][0]["rto_count"] == 0
