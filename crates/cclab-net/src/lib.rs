@@ -10,6 +10,7 @@
 //! spikes. Randomness comes from [`rng::stream`], one independent stream per named element.
 
 pub mod capacity;
+pub mod element;
 pub mod error;
 pub mod link;
 pub mod loss;
@@ -17,6 +18,7 @@ pub mod packet;
 pub mod rng;
 
 pub use capacity::{Capacity, MahimahiTrace};
+pub use element::Element;
 pub use error::NetError;
 pub use link::{DelaySpike, DropReason, Dropped, Link, LinkConfig, LinkStats, Outage, QueueLimit};
 pub use loss::{Loss, LossModel};

@@ -302,3 +302,24 @@ impl<P: NetPacket> Link<P> {
         &self.cfg
     }
 }
+
+impl<P: NetPacket> crate::element::Element<P> for Link<P> {
+    fn enqueue(&mut self, now_ns: u64, pkt: P) -> Result<(), Dropped<P>> {
+        Link::enqueue(self, now_ns, pkt)
+    }
+    fn next_arrival_ns(&self) -> Option<u64> {
+        Link::next_arrival_ns(self)
+    }
+    fn pop_arrived(&mut self, now_ns: u64) -> Option<P> {
+        Link::pop_arrived(self, now_ns)
+    }
+    fn queue_pkts(&mut self, now_ns: u64) -> u32 {
+        Link::queue_pkts(self, now_ns)
+    }
+    fn queue_bytes(&mut self, now_ns: u64) -> u64 {
+        Link::queue_bytes(self, now_ns)
+    }
+    fn stats(&self) -> &LinkStats {
+        Link::stats(self)
+    }
+}

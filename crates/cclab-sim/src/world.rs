@@ -12,6 +12,7 @@ use crate::tcp::sender::{Sender, SenderConfig};
 use crate::trace::{EventTrace, FlowTrace, LinkTrace};
 use crate::{RunOutput, SimError};
 use cclab_net::capacity::{Capacity, MahimahiTrace};
+use cclab_net::element::Element;
 use cclab_net::link::{DelaySpike, DropReason, Link, LinkConfig, Outage, QueueLimit};
 use cclab_net::loss::LossModel;
 use cclab_net::packet::NetPacket;
@@ -40,7 +41,8 @@ impl NetPacket for Packet {
 
 struct LinkSlot {
     name: String,
-    link: Link<Packet>,
+    /// A link today; shared media (WLAN cell, mesh chain) implement the same trait.
+    link: Box<dyn Element<Packet>>,
     /// Time of the pending arrival event, if any.
     scheduled: Option<u64>,
 }
@@ -129,7 +131,7 @@ impl World {
                 return Ok(None);
             }
             let cfg = link_config(spec, &name)?;
-            let link = Link::new(cfg, rng::stream(sc.seed, &name));
+            let link: Box<dyn Element<Packet>> = Box::new(Link::new(cfg, rng::stream(sc.seed, &name)));
             links.push(LinkSlot { name, link, scheduled: None });
             Ok(Some(links.len() as u32 - 1))
         };
