@@ -142,6 +142,7 @@ class Flow(_Model):
     timestamps: bool = True
     delayed_ack: bool = True
     frto: bool = True
+    tlp: bool = True
     rto_min_ms: float = Field(default=200.0, ge=1)
     rto_initial_ms: float = Field(default=1000.0, ge=1)
     rto_max_ms: float = Field(default=120_000.0, ge=1)

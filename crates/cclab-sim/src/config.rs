@@ -197,6 +197,9 @@ pub struct FlowSpec {
     pub delayed_ack: bool,
     #[serde(default = "yes")]
     pub frto: bool,
+    /// Tail loss probes (Linux `tcp_early_retrans` = 3); need SACK.
+    #[serde(default = "yes")]
+    pub tlp: bool,
     #[serde(default = "d_rto_min")]
     pub rto_min_ms: f64,
     #[serde(default = "d_rto_init")]

@@ -62,6 +62,8 @@ pub struct FlowStats {
     pub fast_retransmit_count: u64,
     pub spurious_rto_count: u64,
     pub undo_count: u64,
+    /// Tail loss probes sent.
+    pub tlp_count: u64,
     pub sent_pkts: u64,
     pub acks_sent: u64,
     pub start_s: f64,

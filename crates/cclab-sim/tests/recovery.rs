@@ -92,3 +92,31 @@ fn spurious_timeouts_are_detected_by_eifel_or_frto() {
         st.retrans_pkts
     );
 }
+
+/// Short transfers (S3's 18 KB content) over a lossy path: tail losses are repaired by tail loss
+/// probes instead of timeouts, so with TLP (Linux's default) there are far fewer RTOs.
+#[test]
+fn tail_loss_probes_replace_most_timeouts() {
+    let run = |tlp: bool| {
+        let (mut rtos, mut probes, mut done) = (0, 0, 0);
+        for seed in 0..500u64 {
+            let mut v = dumbbell("cubic", Some(10_000_000), 100.0, 100, 0.05, 20.0);
+            v["seed"] = json!(seed);
+            v["flows"][0]["size_bytes"] = json!(18_000);
+            v["flows"][0]["tlp"] = json!(tlp);
+            let out = run_json(&v);
+            let st = &out.flow_stats[0];
+            rtos += st.rto_count;
+            probes += st.tlp_count;
+            done += st.completion_s.is_some() as u32;
+        }
+        (rtos, probes, done)
+    };
+    let (rto_on, probes_on, done_on) = run(true);
+    let (rto_off, probes_off, done_off) = run(false);
+    eprintln!("TLP on: {rto_on} RTOs, {probes_on} probes; off: {rto_off} RTOs");
+    assert_eq!((done_on, done_off), (500, 500));
+    assert_eq!(probes_off, 0);
+    assert!(probes_on > 0);
+    assert!(rto_on * 2 < rto_off, "TLP should at least halve the timeouts: {rto_on} vs {rto_off}");
+}

@@ -5,6 +5,7 @@ pub mod minmax;
 pub mod receiver;
 mod recovery;
 mod rtt;
+mod tlp;
 pub mod segment;
 pub mod sender;
 pub mod skb;

@@ -45,6 +45,9 @@ impl Sender {
             || (blocks.len() > 1 && b0.start >= blocks[1].start && b0.end <= blocks[1].end);
         if dup {
             f |= flag::DSACKING_ACK;
+            if self.tlp_retrans && self.tlp_high_seq == Some(b0.end) {
+                f |= flag::DSACK_TLP;
+            }
             self.rack.dsack_seen = true;
             let dup_segs = (b0.end - b0.start).div_ceil(mss) as i32;
             if let Some(um) = self.undo_marker {
@@ -448,6 +451,10 @@ impl Sender {
     fn init_undo(&mut self) {
         self.undo_marker = Some(self.tp.snd_una);
         self.undo_retrans = self.tp.retrans_out as i32;
+        // Next, account for TLP retransmits in flight.
+        if self.tlp_high_seq.is_some() && self.tlp_retrans {
+            self.undo_retrans += 1;
+        }
         if self.undo_retrans == 0 {
             self.undo_retrans = -1;
         }
@@ -473,8 +480,9 @@ impl Sender {
     }
 
     /// `tcp_init_cwnd_reduction`.
-    fn init_cwnd_reduction(&mut self) {
+    pub(crate) fn init_cwnd_reduction(&mut self) {
         self.tp.high_seq = self.tp.snd_nxt;
+        self.tlp_high_seq = None;
         self.tp.snd_cwnd_cnt = 0;
         self.tp.prior_cwnd = self.tp.snd_cwnd;
         self.prr_delivered = 0;
@@ -509,7 +517,7 @@ impl Sender {
     }
 
     /// `tcp_end_cwnd_reduction`.
-    fn end_cwnd_reduction(&mut self) {
+    pub(crate) fn end_cwnd_reduction(&mut self) {
         if self.cc.has_cong_control() {
             return;
         }
@@ -533,7 +541,7 @@ impl Sender {
     }
 
     /// `tcp_try_keep_open`.
-    fn try_keep_open(&mut self) {
+    pub(crate) fn try_keep_open(&mut self) {
         let state = if self.left_out() > 0 || self.any_retrans_done() {
             CaState::Disorder
         } else {
@@ -663,6 +671,7 @@ impl Sender {
         }
         self.set_ca_state(CaState::Loss);
         self.tp.high_seq = self.tp.snd_nxt;
+        self.tlp_high_seq = None;
         // F-RTO RFC 5682 sec 3.1 step 1: retransmit SND.UNA if no previous loss recovery is
         // underway except recurring timeout(s) on the same SND.UNA (sec 3.2).
         self.frto = self.cfg.frto && (new_recovery || self.icsk_retransmits > 0);

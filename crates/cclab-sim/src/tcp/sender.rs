@@ -30,6 +30,8 @@ pub mod flag {
     pub const DSACKING_ACK: u32 = 0x800;
     pub const SET_XMIT_TIMER: u32 = 0x1000;
     pub const ACK_MAYBE_DELAYED: u32 = 0x10000;
+    /// A D-SACK for the tail loss probe's retransmission (`FLAG_DSACK_TLP`).
+    pub const DSACK_TLP: u32 = 0x20000;
     pub const ACKED: u32 = DATA_ACKED | SYN_ACKED;
     pub const NOT_DUP: u32 = DATA | WIN_UPDATE | ACKED;
     pub const CA_ALERT: u32 = DATA_SACKED | ECE | DSACKING_ACK;
@@ -51,6 +53,8 @@ pub enum XmitTimer {
     Retrans,
     /// `ICSK_TIME_REO_TIMEOUT` (RACK reordering timer).
     ReoTimeout,
+    /// `ICSK_TIME_LOSS_PROBE` (tail loss probe, RFC 8985 section 7).
+    LossProbe,
 }
 
 /// Kinds of events the sender reports (the events table's `kind`).
@@ -64,6 +68,7 @@ pub enum SenderEvent {
     EifelUndo,
     DsackUndo,
     RecoveryEnd,
+    LossProbe,
 }
 
 impl SenderEvent {
@@ -78,6 +83,7 @@ impl SenderEvent {
             SenderEvent::EifelUndo => "eifel_undo",
             SenderEvent::DsackUndo => "dsack_undo",
             SenderEvent::RecoveryEnd => "recovery_end",
+            SenderEvent::LossProbe => "tlp",
         }
     }
 }
@@ -93,6 +99,8 @@ pub struct SenderConfig {
     pub timestamps: bool,
     /// `tcp_frto` (F-RTO, RFC 5682, Linux's SACK-enhanced variant).
     pub frto: bool,
+    /// Tail loss probes (`tcp_early_retrans` = 3, Linux's default; needs SACK).
+    pub tlp: bool,
     pub rto_min_us: u64,
     pub rto_initial_us: u64,
     pub rto_max_us: u64,
@@ -111,6 +119,7 @@ pub struct SenderStats {
     pub fast_retransmit_count: u64,
     pub spurious_rto_count: u64,
     pub undo_count: u64,
+    pub tlp_count: u64,
 }
 
 /// RACK state (`tp->rack`).
@@ -157,6 +166,10 @@ pub struct Sender {
     pub(crate) prr_delivered: u32,
     pub(crate) prr_out: u32,
     pub(crate) frto: bool,
+    /// snd_nxt when a tail loss probe was sent, until it is resolved (`tlp_high_seq`).
+    pub(crate) tlp_high_seq: Option<u64>,
+    /// Whether that probe was a retransmission (`tlp_retrans`).
+    pub(crate) tlp_retrans: bool,
     pub(crate) reordering: u32,
     pub(crate) reord_seen: u32,
     pub(crate) rack: Rack,
@@ -196,6 +209,8 @@ impl Sender {
             prr_delivered: 0,
             prr_out: 0,
             frto: false,
+            tlp_high_seq: None,
+            tlp_retrans: false,
             reordering: 3,
             reord_seen: 0,
             rack: Rack { reo_wnd_steps: 1, ..Rack::default() },
@@ -280,13 +295,17 @@ impl Sender {
             return;
         }
         let mut rto = self.tp.icsk_rto_us as u64;
-        if matches!(self.xmit_timer, Some((XmitTimer::ReoTimeout, _))) {
-            // tcp_rto_delta_us: time left of the RTO measured from the head's send time.
-            let head = self.rtx.head().map(|h| h.xmit_us).unwrap_or(self.tp.tcp_mstamp_us);
-            let delta = head as i64 + rto as i64 - self.tp.tcp_mstamp_us as i64;
-            rto = delta.max(1) as u64;
+        if matches!(self.xmit_timer, Some((XmitTimer::ReoTimeout | XmitTimer::LossProbe, _))) {
+            // Offset the time elapsed after installing regular RTO.
+            rto = self.rto_delta_us().max(1) as u64;
         }
         self.reset_xmit_timer(XmitTimer::Retrans, rto);
+    }
+
+    /// `tcp_rto_delta_us`: how far in the future the RTO measured from the head's send time is.
+    pub(crate) fn rto_delta_us(&self) -> i64 {
+        let head = self.rtx.head().map(|h| h.xmit_us).unwrap_or(self.tp.tcp_mstamp_us);
+        head as i64 + self.tp.icsk_rto_us as i64 - self.tp.tcp_mstamp_us as i64
     }
 
     /// The application starts (`start_s`): send the initial window.
@@ -334,11 +353,20 @@ impl Sender {
 
     /// `tcp_write_xmit`: send new data while cwnd and the peer's window allow.
     pub(crate) fn write_xmit(&mut self, out: &mut Vec<DataSeg>) -> u32 {
+        self.write_xmit_inner(out, false)
+    }
+
+    /// `tcp_write_xmit`; with `probe` (the kernel's `push_one == 2`) send one segment whatever
+    /// cwnd says and schedule no new probe.
+    pub(crate) fn write_xmit_inner(&mut self, out: &mut Vec<DataSeg>, probe: bool) -> u32 {
         let mss = self.cfg.mss_bytes as u64;
         let mut sent = 0u32;
         let mut is_cwnd_limited = false;
         while self.tp.snd_nxt < self.cfg.size_bytes {
-            if self.tp.packets_in_flight() >= self.tp.snd_cwnd {
+            if probe && sent > 0 {
+                break;
+            }
+            if !probe && self.tp.packets_in_flight() >= self.tp.snd_cwnd {
                 break;
             }
             let len = mss.min(self.cfg.size_bytes - self.tp.snd_nxt);
@@ -363,7 +391,7 @@ impl Sender {
             let prior_packets = self.tp.packets_out;
             self.tp.snd_nxt += len;
             self.tp.packets_out += 1;
-            if prior_packets == 0 {
+            if prior_packets == 0 || matches!(self.xmit_timer, Some((XmitTimer::LossProbe, _))) {
                 self.rearm_rto();
             }
             sent += 1;
@@ -374,6 +402,10 @@ impl Sender {
         is_cwnd_limited |= self.tp.packets_in_flight() >= self.tp.snd_cwnd;
         if sent > 0 || is_cwnd_limited {
             self.cwnd_validate(is_cwnd_limited);
+        }
+        // Send one loss probe per tail loss episode.
+        if sent > 0 && !probe {
+            self.schedule_loss_probe(false);
         }
         sent
     }
@@ -394,13 +426,18 @@ impl Sender {
         }
     }
 
-    /// Retransmit the segment at `idx` (`__tcp_retransmit_skb`).
-    pub(crate) fn retransmit_skb(&mut self, idx: usize, out: &mut Vec<DataSeg>) {
+    /// `__tcp_retransmit_skb`: resend the segment at `idx` (counted in total_retrans only).
+    pub(crate) fn probe_retransmit(&mut self, idx: usize, out: &mut Vec<DataSeg>) {
         self.transmit(idx, true, out);
-        let skb = self.rtx.get_mut(idx);
-        skb.sacked |= SACKED_RETRANS | EVER_RETRANS;
-        self.tp.retrans_out += 1;
+        self.rtx.get_mut(idx).sacked |= EVER_RETRANS;
         self.stats.retrans_pkts += 1;
+    }
+
+    /// `tcp_retransmit_skb`: a repair retransmission, in flight until acked or lost again.
+    pub(crate) fn retransmit_skb(&mut self, idx: usize, out: &mut Vec<DataSeg>) {
+        self.probe_retransmit(idx, out);
+        self.rtx.get_mut(idx).sacked |= SACKED_RETRANS;
+        self.tp.retrans_out += 1;
         if self.retrans_stamp == 0 {
             self.retrans_stamp = self.ts_now();
         }
@@ -501,12 +538,16 @@ impl Sender {
         if prior_packets > 0 {
             ca_rtt_us = self.clean_rtx_queue(prior_snd_una, &mut flag, &ss);
             self.rack_update_reo_wnd(prior_delivered);
+            if self.tlp_high_seq.is_some() {
+                self.process_tlp_ack(ack, flag);
+            }
             if self.ack_is_dubious(flag) {
                 let num_dupack =
                     (flag & (flag::SND_UNA_ADVANCED | flag::NOT_DUP | flag::DSACKING_ACK) == 0) as u32;
                 self.fastretrans_alert(prior_snd_una, num_dupack, &mut flag, &mut rexmit);
             }
-            if flag & flag::SET_XMIT_TIMER != 0 {
+            // tcp_set_xmit_timer: a loss probe if one may be scheduled, else the RTO.
+            if flag & flag::SET_XMIT_TIMER != 0 && !self.schedule_loss_probe(true) {
                 self.rearm_rto();
             }
         }
@@ -656,10 +697,15 @@ impl Sender {
             return;
         }
         self.set_now(now_ns);
-        self.xmit_timer = None;
+        // tcp_write_timer_handler: only the RTO clears icsk_pending first; the RACK and loss
+        // probe handlers rearm from it.
         match what {
             XmitTimer::ReoTimeout => self.rack_reo_timeout(out),
-            XmitTimer::Retrans => self.retransmit_timer(out),
+            XmitTimer::LossProbe => self.send_loss_probe(out),
+            XmitTimer::Retrans => {
+                self.xmit_timer = None;
+                self.retransmit_timer(out);
+            }
         }
         self.write_xmit(out);
     }
