@@ -8,8 +8,21 @@
 //! keep their private state in `self` (Linux's `inet_csk_ca(sk)`).
 
 mod registry;
+pub mod params;
 pub mod reno;
 pub mod cubic;
+// Issue 3 algorithms (one file each; each exposes `info()` and `build()`).
+pub mod bic;
+pub mod highspeed;
+pub mod htcp;
+pub mod scalable;
+pub mod vegas;
+pub mod veno;
+pub mod westwood;
+pub mod illinois;
+pub mod hybla;
+pub mod yeah;
+pub mod lp;
 
 pub use registry::{algorithms, build, AlgorithmInfo, CcError, ParamInfo, ParamValue, Params};
 

@@ -251,6 +251,7 @@ impl Sender {
         debug_assert!(now_ns >= self.now_ns, "time went backwards");
         self.now_ns = now_ns;
         self.tp.tcp_mstamp_us = now_ns / 1000;
+        self.tp.tcp_time_stamp_ms = self.ts_now();
     }
 
     pub(crate) fn event(&mut self, kind: SenderEvent, detail: String) {
@@ -502,6 +503,9 @@ impl Sender {
             return; // acks something we never sent
         }
         self.rcv_tsecr = (self.cfg.timestamps && a.tsecr != 0).then_some(a.tsecr);
+        self.tp.rx_saw_tstamp = self.cfg.timestamps;
+        self.tp.rx_rcv_tsval = a.tsval;
+        self.tp.rx_rcv_tsecr = a.tsecr;
         if self.cfg.timestamps {
             self.ts_recent = a.tsval;
         }
@@ -516,6 +520,9 @@ impl Sender {
             flag |= flag::SND_UNA_ADVANCED;
             self.icsk_retransmits = 0;
         }
+        // Header prediction (tcp_rcv_established): a pure in-order ACK with the same window
+        // and no SACK option takes tcp_ack's fast path.
+        let fast_path = ack > prior_snd_una && a.n_sack == 0 && a.rwnd_bytes == self.snd_wnd;
         // tcp_ack_update_window
         if ack > prior_snd_una || a.rwnd_bytes > self.snd_wnd || self.snd_wnd == u64::MAX {
             flag |= flag::WIN_UPDATE;
@@ -528,10 +535,13 @@ impl Sender {
         if self.is_sack() && a.n_sack > 0 {
             self.sacktag(a, prior_snd_una, &mut flag, &mut ss);
         }
-        let mut ack_ev = ack_flags::CA_ACK_SLOWPATH;
-        if flag & flag::WIN_UPDATE != 0 {
-            ack_ev |= ack_flags::CA_ACK_WIN_UPDATE;
-        }
+        let ack_ev = if fast_path {
+            ack_flags::CA_ACK_WIN_UPDATE
+        } else if flag & flag::WIN_UPDATE != 0 {
+            ack_flags::CA_ACK_SLOWPATH | ack_flags::CA_ACK_WIN_UPDATE
+        } else {
+            ack_flags::CA_ACK_SLOWPATH
+        };
         self.cc.in_ack_event(&mut self.tp, ack_ev);
 
         let mut ca_rtt_us = -1;

@@ -76,6 +76,14 @@ pub struct TcpSock {
     pub app_limited: u32,
     /// Jiffies of the last data transmission (`lsndtime`).
     pub lsndtime: u32,
+    /// Whether the ACK being processed carried timestamps (`rx_opt.saw_tstamp`).
+    pub rx_saw_tstamp: bool,
+    /// TSval of the ACK being processed, the peer's clock in ms (`rx_opt.rcv_tsval`).
+    pub rx_rcv_tsval: u32,
+    /// TSecr of the ACK being processed, our clock in ms (`rx_opt.rcv_tsecr`).
+    pub rx_rcv_tsecr: u32,
+    /// Our timestamp clock now, ms (`tcp_time_stamp_ts`, never 0).
+    pub tcp_time_stamp_ms: u32,
 }
 
 impl TcpSock {
@@ -113,6 +121,10 @@ impl TcpSock {
             pacing_rate_bytes_per_s: 0,
             app_limited: 0,
             lsndtime: 0,
+            rx_saw_tstamp: false,
+            rx_rcv_tsval: 0,
+            rx_rcv_tsecr: 0,
+            tcp_time_stamp_ms: 1,
         }
     }
 
