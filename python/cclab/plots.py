@@ -26,19 +26,9 @@ def plot_cwnd(result: "RunResult", path: str | Path) -> Path:
         ss = rows["ssthresh_pkts"].astype("float64")
         if ss.notna().any():
             ax.step(rows["t_s"], ss, where="post", color=c, lw=0.9, ls="--", alpha=0.7, label=f"{name} ssthresh")
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("window (packets)")
-    ax.set_title(f"{result.scenario.name}: cwnd and ssthresh (seed {result.seed})")
-    ax.grid(alpha=0.3)
     ax.set_xlim(0, result.scenario.duration_s)
-    ax.set_ylim(bottom=0)
-    if len(ax.get_lines()):
-        ax.legend(loc="upper right", fontsize=8)
-    fig.tight_layout()
-    p = Path(path)
-    fig.savefig(p)
-    plt.close(fig)
-    return p
+    title = f"{result.scenario.name}: cwnd and ssthresh (seed {result.seed})"
+    return _finish(fig, ax, "window (packets)", title, path)
 
 
 def plot_queue(result: "RunResult", path: str | Path) -> Path:
@@ -46,9 +36,14 @@ def plot_queue(result: "RunResult", path: str | Path) -> Path:
     fig, ax = plt.subplots(figsize=(9, 3.5), dpi=110)
     for name, rows in result.links.groupby("link", observed=True):
         ax.plot(rows["t_s"], rows["queue_pkts"], lw=0.8, label=str(name))
+    return _finish(fig, ax, "queue (packets)", f"{result.scenario.name}: queue occupancy", path)
+
+
+def _finish(fig: "plt.Figure", ax: "plt.Axes", ylabel: str, title: str, path: str | Path) -> Path:
+    """Common labels, grid and legend of a time-series figure; save it and free it."""
     ax.set_xlabel("time (s)")
-    ax.set_ylabel("queue (packets)")
-    ax.set_title(f"{result.scenario.name}: queue occupancy")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.set_ylim(bottom=0)
     if len(ax.get_lines()):
