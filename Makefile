@@ -24,6 +24,7 @@ test-python:
 bench:
 	cargo build --release -p cclab-sim --bin cclab-bench
 	./target/release/cclab-bench
+	./target/release/cclab-bench --all-cc
 
 lint:
 	cargo clippy --workspace --all-targets -- -D warnings

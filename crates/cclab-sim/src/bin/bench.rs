@@ -1,7 +1,10 @@
 //! `cclab-bench`: the core's benchmark. Runs a scenario JSON (default: the S0 25 ms path with
 //! per-ACK tracing) and prints wall time, events per second and peak memory (VmHWM).
 //!
-//! Usage: cclab-bench [SCENARIO.json] [--cc NAME]
+//! Usage: cclab-bench [SCENARIO.json] [--cc NAME] [--all-cc]
+//!
+//! `--all-cc` runs the scenario once per registered algorithm (presets excluded) and prints
+//! each one's wall time relative to Reno's.
 
 use cclab_sim::{simulate_json, Scenario};
 use std::time::Instant;
@@ -24,12 +27,51 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// The scenario with every flow's algorithm replaced by `cc`.
+fn with_cc(json: &str, cc: &str) -> String {
+    let mut sc: Scenario = serde_json::from_str(json).expect("scenario JSON");
+    for f in &mut sc.flows {
+        f.cc = cc.to_string();
+    }
+    serde_json::to_string(&sc).expect("serialise")
+}
+
+/// Best of three wall times of `json`, seconds.
+fn best_wall(json: &str) -> Result<(f64, u64), cclab_sim::SimError> {
+    let mut best = (f64::INFINITY, 0);
+    for _ in 0..3 {
+        let t0 = Instant::now();
+        let out = simulate_json(json, None)?;
+        let w = t0.elapsed().as_secs_f64();
+        if w < best.0 {
+            best = (w, out.events_processed);
+        }
+    }
+    Ok(best)
+}
+
+fn all_cc(json: &str) {
+    let names: Vec<&str> = cclab_sim::cc::algorithms().iter().filter(|a| a.base == a.name).map(|a| a.name).collect();
+    let reno = best_wall(&with_cc(json, "reno")).map(|r| r.0).unwrap_or(f64::NAN);
+    println!("{:<12} {:>8} {:>10} {:>9}", "cc", "wall_s", "events", "vs_reno");
+    for name in names {
+        match best_wall(&with_cc(json, name)) {
+            Ok((w, ev)) => println!("{name:<12} {w:>8.3} {ev:>10} {:>8.2}x", w / reno),
+            Err(e) => println!("{name:<12} failed: {e}"),
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut json = DEFAULT.to_string();
     let mut cc: Option<String> = None;
     let mut i = 0;
     while i < args.len() {
+        if args[i] == "--all-cc" {
+            all_cc(&json);
+            return;
+        }
         if args[i] == "--cc" {
             cc = args.get(i + 1).cloned();
             i += 2;
@@ -42,11 +84,7 @@ fn main() {
         i += 1;
     }
     if let Some(cc) = cc {
-        let mut sc: Scenario = serde_json::from_str(&json).expect("scenario JSON");
-        for f in &mut sc.flows {
-            f.cc = cc.clone();
-        }
-        json = serde_json::to_string(&sc).expect("serialise");
+        json = with_cc(&json, &cc);
     }
     let t0 = Instant::now();
     let out = match simulate_json(&json, None) {
