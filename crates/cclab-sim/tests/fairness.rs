@@ -34,7 +34,7 @@ fn shares(cc: &str, duration_s: f64) -> Vec<f64> {
 }
 
 /// The algorithms registered that are known to be fair among themselves at equal RTT.
-pub const FAIR: &[&str] = &["reno", "cubic"];
+pub const FAIR: &[&str] = &["reno", "cubic", "bic", "highspeed", "htcp", "veno", "westwood"];
 
 #[test]
 fn same_algorithm_flows_share_fairly() {

@@ -211,6 +211,22 @@ fn cubic_params_info() -> Vec<ParamInfo> {
     ]
 }
 
+/// Builds an algorithm from the name the user gave and its (preset-merged) tunables.
+type BuildFn = fn(&str, &Params) -> Result<Box<dyn CongestionControl>, CcError>;
+
+/// The algorithms that live in their own files, each exposing `info()` and `build()`.
+fn family() -> Vec<(AlgorithmInfo, BuildFn)> {
+    vec![
+        (super::bic::info(), super::bic::build),
+        (super::highspeed::info(), super::highspeed::build),
+        (super::htcp::info(), super::htcp::build),
+        (super::scalable::info(), super::scalable::build),
+        (super::vegas::info(), super::vegas::build),
+        (super::veno::info(), super::veno::build),
+        (super::westwood::info(), super::westwood::build),
+    ]
+}
+
 /// Every algorithm and preset `build` accepts, with their tunables.
 pub fn algorithms() -> Vec<AlgorithmInfo> {
     let ios: Params = [
@@ -245,6 +261,9 @@ pub fn algorithms() -> Vec<AlgorithmInfo> {
             preset_params: ios,
         },
     ]
+    .into_iter()
+    .chain(family().into_iter().map(|(info, _)| info))
+    .collect()
 }
 
 /// Build the algorithm or preset `name` with the tunables `params` (a preset's tunables apply
@@ -272,7 +291,13 @@ pub fn build(name: &str, params: &Params) -> Result<Box<dyn CongestionControl>, 
             let merged = merge(&info.preset_params, params);
             Ok(Box::new(Cubic::new(cubic_params(name, &merged)?)?))
         }
-        other => unreachable!("registry lists base {other:?} without a builder"),
+        base => {
+            let merged = merge(&info.preset_params, params);
+            match family().into_iter().find(|(i, _)| i.name == base) {
+                Some((_, build)) => build(name, &merged),
+                None => unreachable!("registry lists base {base:?} without a builder"),
+            }
+        }
     }
 }
 
@@ -369,9 +394,17 @@ mod tests {
         let all = algorithms();
         let names: Vec<_> = all.iter().map(|a| (a.name, a.base)).collect();
         assert_eq!(
-            names,
+            names[..3],
             [("reno", "reno"), ("cubic", "cubic"), ("cubic-ios", "cubic")]
         );
+        let mut unique: Vec<_> = names.iter().map(|n| n.0).collect();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "names are unique");
+        for a in &all[3..] {
+            assert_eq!(a.name, a.base, "the family has no presets yet");
+            assert_eq!(build(a.name, &Params::new()).unwrap().name(), a.name);
+        }
         for a in &all {
             assert!(a.source.starts_with("Linux 6.18 net/ipv4/"), "{}", a.source);
             assert_eq!(a.preset_params.is_empty(), a.name == a.base);
@@ -408,17 +441,11 @@ mod tests {
     #[test]
     fn unknown_algorithm() {
         let e = err("bbr9", &[]);
-        assert_eq!(
-            e,
-            CcError::UnknownAlgorithm {
-                name: "bbr9".into(),
-                known: vec!["reno".into(), "cubic".into(), "cubic-ios".into()]
-            }
-        );
-        assert_eq!(
-            e.to_string(),
-            "unknown congestion control \"bbr9\": known are reno, cubic, cubic-ios"
-        );
+        let known: Vec<String> = algorithms().iter().map(|a| a.name.to_string()).collect();
+        assert_eq!(e, CcError::UnknownAlgorithm { name: "bbr9".into(), known });
+        assert!(e
+            .to_string()
+            .starts_with("unknown congestion control \"bbr9\": known are reno, cubic, cubic-ios, "));
     }
 
     #[test]
