@@ -1,13 +1,22 @@
 //! # cclab-net: network element models
 //!
-//! Links, queues, loss and delay models that know packets, not TCP. Each is a deterministic
-//! state machine: it is given `now` (integer nanoseconds) and packets, and says what leaves
-//! when. It never reads a clock and never sleeps, so the same code runs under the simulator's
-//! virtual time and, later, under the real-time TUN emulator (`cclab-link`).
+//! Links, queues, loss and delay models that know packets, not TCP (a packet is anything with a
+//! size on the wire, [`NetPacket`]). Each element is a deterministic state machine: it is given
+//! `now` and packets, and says what leaves when. It never reads a clock and never sleeps; time is
+//! always passed in as integer nanoseconds (`u64`, names ending in `_ns`). So the same code runs
+//! under the simulator's virtual time (`cclab-sim`) and, later, under a real-time TUN emulator
+//! driven by the wall clock.
 //!
-//! A [`link::Link`] is one direction of a link: random loss at ingress, a drop-tail queue,
-//! FIFO service at a rate or by a Mahimahi capacity trace, outages, propagation delay and delay
-//! spikes. Randomness comes from [`rng::stream`], one independent stream per named element.
+//! A [`Link`] is one direction of a link: random [loss](loss) at ingress, a drop-tail queue,
+//! FIFO service at a rate or by a Mahimahi [capacity] trace, [outages](Outage), propagation
+//! delay and [delay spikes](DelaySpike). A link fixes each packet's departure and arrival when
+//! the packet is enqueued, so a driver only needs to wake up at [`Link::next_arrival_ns`].
+//! The [`Element`] trait is what drivers hold, so that other media can join later.
+//!
+//! Randomness comes from [`rng::stream`]: one independent stream per named element, derived
+//! from the run seed, so the same seed gives the same run on every platform.
+
+#![warn(missing_docs)]
 
 pub mod capacity;
 pub mod element;
@@ -16,8 +25,9 @@ pub mod link;
 pub mod loss;
 pub mod packet;
 pub mod rng;
+pub mod schedule;
 
-pub use capacity::{Capacity, MahimahiTrace};
+pub use capacity::{Capacity, MahimahiTrace, MAHIMAHI_MTU_BYTES};
 pub use element::Element;
 pub use error::NetError;
 pub use link::{DelaySpike, DropReason, Dropped, Link, LinkConfig, LinkStats, Outage, QueueLimit};
@@ -30,3 +40,14 @@ pub const NS_PER_US: u64 = 1_000;
 pub const NS_PER_MS: u64 = 1_000_000;
 /// Nanoseconds per second.
 pub const NS_PER_S: u64 = 1_000_000_000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_constants_agree() {
+        assert_eq!(NS_PER_MS, 1000 * NS_PER_US);
+        assert_eq!(NS_PER_S, 1000 * NS_PER_MS);
+    }
+}
