@@ -33,8 +33,13 @@ fn shares(cc: &str, duration_s: f64) -> Vec<f64> {
         .collect()
 }
 
-/// The algorithms registered that are known to be fair among themselves at equal RTT.
-pub const FAIR: &[&str] = &["reno", "cubic", "bic", "highspeed", "htcp", "veno", "westwood"];
+/// The algorithms registered that are known to be fair among themselves at equal RTT. Not
+/// asserted (measured on this path, 100 s after the second start): Vegas, Jain 0.82 (the late
+/// starter takes the standing queue for base RTT); Hybla, 0.82 (rho comes from the smallest
+/// srtt seen, so a flow starting into a queue gets a larger rho, as in the kernel); Scalable,
+/// 0.93 here but MIMD gives no convergence guarantee; TCP-LP, 0.98, but it is built to yield.
+pub const FAIR: &[&str] =
+    &["reno", "cubic", "bic", "highspeed", "htcp", "veno", "westwood", "illinois", "yeah"];
 
 #[test]
 fn same_algorithm_flows_share_fairly() {

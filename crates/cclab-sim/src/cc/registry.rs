@@ -224,6 +224,10 @@ fn family() -> Vec<(AlgorithmInfo, BuildFn)> {
         (super::vegas::info(), super::vegas::build),
         (super::veno::info(), super::veno::build),
         (super::westwood::info(), super::westwood::build),
+        (super::illinois::info(), super::illinois::build),
+        (super::hybla::info(), super::hybla::build),
+        (super::yeah::info(), super::yeah::build),
+        (super::lp::info(), super::lp::build),
     ]
 }
 
