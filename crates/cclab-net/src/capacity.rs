@@ -76,7 +76,9 @@ impl TryFrom<TraceRepr> for MahimahiTrace {
 
 impl From<MahimahiTrace> for TraceRepr {
     fn from(t: MahimahiTrace) -> Self {
-        TraceRepr { opportunities_ms: t.opportunities_ms }
+        TraceRepr {
+            opportunities_ms: t.opportunities_ms,
+        }
     }
 }
 
@@ -107,7 +109,9 @@ impl MahimahiTrace {
             last_line = i + 1;
         }
         Self::check(&ops, last_line)?;
-        Ok(MahimahiTrace { opportunities_ms: ops })
+        Ok(MahimahiTrace {
+            opportunities_ms: ops,
+        })
     }
 
     /// A trace from its opportunity times (ms); errors number the entries from 1 as lines.
@@ -115,16 +119,25 @@ impl MahimahiTrace {
         if let Some(i) = ops.windows(2).position(|w| w[1] < w[0]) {
             return Err(NetError::TraceParse {
                 line: i + 2,
-                msg: format!("timestamps must not decrease ({} after {})", ops[i + 1], ops[i]),
+                msg: format!(
+                    "timestamps must not decrease ({} after {})",
+                    ops[i + 1],
+                    ops[i]
+                ),
             });
         }
         Self::check(&ops, ops.len())?;
-        Ok(MahimahiTrace { opportunities_ms: ops })
+        Ok(MahimahiTrace {
+            opportunities_ms: ops,
+        })
     }
 
     fn check(ops: &[u64], last_line: usize) -> Result<(), NetError> {
         match ops.last() {
-            None => Err(NetError::TraceParse { line: 0, msg: "the trace has no delivery opportunities".into() }),
+            None => Err(NetError::TraceParse {
+                line: 0,
+                msg: "the trace has no delivery opportunities".into(),
+            }),
             Some(0) => Err(NetError::TraceParse {
                 line: last_line,
                 msg: "the last timestamp (the period) must be > 0 ms".into(),
@@ -163,7 +176,9 @@ impl MahimahiTrace {
         let n = self.len().max(1) as u64;
         let (rep, i) = (k / n, (k % n) as usize);
         let within = self.opportunities_ms.get(i).copied().unwrap_or(0);
-        rep.saturating_mul(self.period_ms()).saturating_add(within).saturating_mul(NS_PER_MS)
+        rep.saturating_mul(self.period_ms())
+            .saturating_add(within)
+            .saturating_mul(NS_PER_MS)
     }
 
     /// Number of the first opportunity at or after `t_ns` (see [`Self::opportunity_ns`]).
@@ -221,15 +236,39 @@ mod tests {
     fn parse_errors_name_the_line() {
         assert_eq!(
             MahimahiTrace::parse("1\nx\n").unwrap_err(),
-            NetError::TraceParse { line: 2, msg: "\"x\" is not a whole number of milliseconds".into() }
+            NetError::TraceParse {
+                line: 2,
+                msg: "\"x\" is not a whole number of milliseconds".into()
+            }
         );
-        assert!(matches!(MahimahiTrace::parse("5\n\n3\n"), Err(NetError::TraceParse { line: 3, .. })));
-        assert!(matches!(MahimahiTrace::parse("-1\n"), Err(NetError::TraceParse { line: 1, .. })));
-        assert!(matches!(MahimahiTrace::parse("1.5\n"), Err(NetError::TraceParse { line: 1, .. })));
-        assert!(matches!(MahimahiTrace::parse("\n \n"), Err(NetError::TraceParse { line: 0, .. })));
-        assert!(matches!(MahimahiTrace::parse("0\n\n0\n"), Err(NetError::TraceParse { line: 3, .. })));
-        assert!(MahimahiTrace::parse(" 2\r\n3 \r\n").is_ok(), "CRLF and spaces are fine");
-        assert!(matches!(MahimahiTrace::from_opportunities_ms(vec![1, 3, 2]), Err(NetError::TraceParse { line: 3, .. })));
+        assert!(matches!(
+            MahimahiTrace::parse("5\n\n3\n"),
+            Err(NetError::TraceParse { line: 3, .. })
+        ));
+        assert!(matches!(
+            MahimahiTrace::parse("-1\n"),
+            Err(NetError::TraceParse { line: 1, .. })
+        ));
+        assert!(matches!(
+            MahimahiTrace::parse("1.5\n"),
+            Err(NetError::TraceParse { line: 1, .. })
+        ));
+        assert!(matches!(
+            MahimahiTrace::parse("\n \n"),
+            Err(NetError::TraceParse { line: 0, .. })
+        ));
+        assert!(matches!(
+            MahimahiTrace::parse("0\n\n0\n"),
+            Err(NetError::TraceParse { line: 3, .. })
+        ));
+        assert!(
+            MahimahiTrace::parse(" 2\r\n3 \r\n").is_ok(),
+            "CRLF and spaces are fine"
+        );
+        assert!(matches!(
+            MahimahiTrace::from_opportunities_ms(vec![1, 3, 2]),
+            Err(NetError::TraceParse { line: 3, .. })
+        ));
         assert!(MahimahiTrace::from_opportunities_ms(vec![]).is_err());
     }
 
@@ -257,11 +296,20 @@ mod tests {
     fn serde_round_trip_and_validation() {
         let c: Capacity = serde_json::from_str(r#"{"kind": "rate", "rate_bps": 1000}"#).unwrap();
         assert_eq!(c, Capacity::Rate { rate_bps: 1000 });
-        let c: Capacity = serde_json::from_str(r#"{"kind": "trace", "opportunities_ms": [1, 2, 2]}"#).unwrap();
+        let c: Capacity =
+            serde_json::from_str(r#"{"kind": "trace", "opportunities_ms": [1, 2, 2]}"#).unwrap();
         assert_eq!(c, Capacity::Trace(MahimahiTrace::parse("1\n2\n2").unwrap()));
-        assert_eq!(serde_json::from_str::<Capacity>(&serde_json::to_string(&c).unwrap()).unwrap(), c);
-        assert!(serde_json::from_str::<Capacity>(r#"{"kind": "trace", "opportunities_ms": [2, 1]}"#).is_err());
-        assert!(serde_json::from_str::<Capacity>(r#"{"kind": "rate", "rate_bps": 1, "x": 0}"#).is_err());
+        assert_eq!(
+            serde_json::from_str::<Capacity>(&serde_json::to_string(&c).unwrap()).unwrap(),
+            c
+        );
+        assert!(serde_json::from_str::<Capacity>(
+            r#"{"kind": "trace", "opportunities_ms": [2, 1]}"#
+        )
+        .is_err());
+        assert!(
+            serde_json::from_str::<Capacity>(r#"{"kind": "rate", "rate_bps": 1, "x": 0}"#).is_err()
+        );
         assert!(Capacity::Rate { rate_bps: 0 }.validate().is_err());
         assert!(c.validate().is_ok());
     }

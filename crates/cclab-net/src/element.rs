@@ -50,7 +50,12 @@ mod tests {
 
     #[test]
     fn a_link_is_an_element() {
-        let cfg = LinkConfig { capacity: Some(Capacity::Rate { rate_bps: 12_000_000 }), ..LinkConfig::default() };
+        let cfg = LinkConfig {
+            capacity: Some(Capacity::Rate {
+                rate_bps: 12_000_000,
+            }),
+            ..LinkConfig::default()
+        };
         let mut l: Link<P> = Link::new(cfg, rng::stream(1, "e"));
         assert_eq!(run(&mut l, 3), [1_000_000, 2_000_000, 3_000_000]);
         assert_eq!(Element::stats(&l).delivered_pkts, 3);

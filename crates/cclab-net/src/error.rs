@@ -26,15 +26,25 @@ pub enum NetError {
 impl NetError {
     /// Shorthand for [`NetError::InvalidField`].
     pub fn invalid(field: &str, value: impl ToString, accepted: &str) -> Self {
-        NetError::InvalidField { field: field.to_string(), value: value.to_string(), accepted: accepted.to_string() }
+        NetError::InvalidField {
+            field: field.to_string(),
+            value: value.to_string(),
+            accepted: accepted.to_string(),
+        }
     }
 
     /// The same error with its field name prefixed by `prefix.` (for nested settings).
     pub fn in_field(self, prefix: &str) -> Self {
         match self {
-            NetError::InvalidField { field, value, accepted } => {
-                NetError::InvalidField { field: format!("{prefix}.{field}"), value, accepted }
-            }
+            NetError::InvalidField {
+                field,
+                value,
+                accepted,
+            } => NetError::InvalidField {
+                field: format!("{prefix}.{field}"),
+                value,
+                accepted,
+            },
             other => other,
         }
     }
@@ -47,8 +57,14 @@ mod tests {
     #[test]
     fn messages_name_the_field_and_the_line() {
         let e = NetError::invalid("p", 1.5, "a probability in [0, 1]").in_field("loss");
-        assert_eq!(e.to_string(), "loss.p = 1.5 is not accepted: a probability in [0, 1]");
-        let e = NetError::TraceParse { line: 3, msg: "bad".into() };
+        assert_eq!(
+            e.to_string(),
+            "loss.p = 1.5 is not accepted: a probability in [0, 1]"
+        );
+        let e = NetError::TraceParse {
+            line: 3,
+            msg: "bad".into(),
+        };
         assert_eq!(e.clone().in_field("x"), e);
         assert_eq!(e.to_string(), "line 3: bad");
     }

@@ -68,7 +68,9 @@ impl LinkConfig {
             c.validate().map_err(|e| e.in_field("capacity"))?;
         }
         match self.queue {
-            QueueLimit::Packets(0) => return Err(NetError::invalid("queue.packets", 0, "at least 1")),
+            QueueLimit::Packets(0) => {
+                return Err(NetError::invalid("queue.packets", 0, "at least 1"))
+            }
             QueueLimit::Bytes(0) => return Err(NetError::invalid("queue.bytes", 0, "at least 1")),
             _ => {}
         }
@@ -223,7 +225,10 @@ impl<P: NetPacket> Link<P> {
         let now = self.advance(now_ns);
         if self.loss.drop_next() {
             self.stats.dropped_loss_pkts = self.stats.dropped_loss_pkts.saturating_add(1);
-            return Err(Dropped { pkt, reason: DropReason::Loss });
+            return Err(Dropped {
+                pkt,
+                reason: DropReason::Loss,
+            });
         }
         let bytes = pkt.wire_bytes();
         let full = match self.cfg.queue {
@@ -233,19 +238,29 @@ impl<P: NetPacket> Link<P> {
         };
         if full {
             self.stats.dropped_queue_pkts = self.stats.dropped_queue_pkts.saturating_add(1);
-            return Err(Dropped { pkt, reason: DropReason::QueueFull });
+            return Err(Dropped {
+                pkt,
+                reason: DropReason::QueueFull,
+            });
         }
         let ready = now.max(self.last_depart_ns);
         let depart = self.departure(ready, bytes);
         debug_assert!(depart >= ready);
         self.last_depart_ns = depart;
         let extra = self.spikes.extra_at(depart);
-        let arrival =
-            depart.saturating_add(self.cfg.delay_ns).saturating_add(extra).max(self.last_arrival_ns);
+        let arrival = depart
+            .saturating_add(self.cfg.delay_ns)
+            .saturating_add(extra)
+            .max(self.last_arrival_ns);
         self.last_arrival_ns = arrival;
         self.stats.enqueued_pkts = self.stats.enqueued_pkts.saturating_add(1);
         self.stats.tx_bytes = self.stats.tx_bytes.saturating_add(u64::from(bytes));
-        self.fifo.push_back(Entry { arrival_ns: arrival, depart_ns: depart, bytes, pkt });
+        self.fifo.push_back(Entry {
+            arrival_ns: arrival,
+            depart_ns: depart,
+            bytes,
+            pkt,
+        });
         if depart > now {
             self.queued_pkts += 1;
             self.queued_bytes = self.queued_bytes.saturating_add(u64::from(bytes));
@@ -269,11 +284,17 @@ impl<P: NetPacket> Link<P> {
             return None;
         }
         self.advance(now_ns);
-        debug_assert!(self.served > self.popped, "a packet arrived before it was sent");
+        debug_assert!(
+            self.served > self.popped,
+            "a packet arrived before it was sent"
+        );
         let e = self.fifo.pop_front()?;
         self.popped += 1;
         self.stats.delivered_pkts = self.stats.delivered_pkts.saturating_add(1);
-        self.stats.delivered_bytes = self.stats.delivered_bytes.saturating_add(u64::from(e.bytes));
+        self.stats.delivered_bytes = self
+            .stats
+            .delivered_bytes
+            .saturating_add(u64::from(e.bytes));
         Some(e.pkt)
     }
 
@@ -345,7 +366,11 @@ mod tests {
     }
 
     fn rate_link(rate_bps: u64, queue: QueueLimit) -> Link<P> {
-        let cfg = LinkConfig { capacity: Some(Capacity::Rate { rate_bps }), queue, ..LinkConfig::default() };
+        let cfg = LinkConfig {
+            capacity: Some(Capacity::Rate { rate_bps }),
+            queue,
+            ..LinkConfig::default()
+        };
         Link::new(cfg, rng::stream(1, "t"))
     }
 
@@ -355,11 +380,29 @@ mod tests {
             Err(NetError::InvalidField { field, .. }) => field,
             other => panic!("{other:?}"),
         };
-        let rate0 = LinkConfig { capacity: Some(Capacity::Rate { rate_bps: 0 }), ..LinkConfig::default() };
+        let rate0 = LinkConfig {
+            capacity: Some(Capacity::Rate { rate_bps: 0 }),
+            ..LinkConfig::default()
+        };
         assert_eq!(field(rate0), "capacity.rate_bps");
-        assert_eq!(field(LinkConfig { queue: QueueLimit::Packets(0), ..LinkConfig::default() }), "queue.packets");
-        assert_eq!(field(LinkConfig { queue: QueueLimit::Bytes(0), ..LinkConfig::default() }), "queue.bytes");
-        let bad_loss = LinkConfig { loss: LossModel::Bernoulli { p: 2.0 }, ..LinkConfig::default() };
+        assert_eq!(
+            field(LinkConfig {
+                queue: QueueLimit::Packets(0),
+                ..LinkConfig::default()
+            }),
+            "queue.packets"
+        );
+        assert_eq!(
+            field(LinkConfig {
+                queue: QueueLimit::Bytes(0),
+                ..LinkConfig::default()
+            }),
+            "queue.bytes"
+        );
+        let bad_loss = LinkConfig {
+            loss: LossModel::Bernoulli { p: 2.0 },
+            ..LinkConfig::default()
+        };
         assert_eq!(field(bad_loss), "loss.p");
         assert!(LinkConfig::default().validate().is_ok());
     }
@@ -374,15 +417,32 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.queue, QueueLimit::Packets(10));
-        assert_eq!(c.outages, [Outage { start_ns: 1, duration_ns: 2 }]);
-        assert_eq!(serde_json::from_str::<LinkConfig>(&serde_json::to_string(&c).unwrap()).unwrap(), c);
-        assert_eq!(serde_json::from_str::<LinkConfig>("{}").unwrap(), LinkConfig::default());
+        assert_eq!(
+            c.outages,
+            [Outage {
+                start_ns: 1,
+                duration_ns: 2
+            }]
+        );
+        assert_eq!(
+            serde_json::from_str::<LinkConfig>(&serde_json::to_string(&c).unwrap()).unwrap(),
+            c
+        );
+        assert_eq!(
+            serde_json::from_str::<LinkConfig>("{}").unwrap(),
+            LinkConfig::default()
+        );
         let q: QueueLimit = serde_json::from_str(r#""unlimited""#).unwrap();
         assert_eq!(q, QueueLimit::Unlimited);
         assert!(serde_json::from_str::<LinkConfig>(r#"{"delay_ms": 5}"#).is_err());
-        assert!(serde_json::from_str::<LinkConfig>(r#"{"outages": [{"start_ns": 1, "duration_ns": 2, "x": 0}]}"#).is_err());
-        assert!(serde_json::from_str::<LinkConfig>(r#"{"capacity": {"kind": "trace", "opportunities_ms": [1], "y": 0}}"#)
-            .is_err());
+        assert!(serde_json::from_str::<LinkConfig>(
+            r#"{"outages": [{"start_ns": 1, "duration_ns": 2, "x": 0}]}"#
+        )
+        .is_err());
+        assert!(serde_json::from_str::<LinkConfig>(
+            r#"{"capacity": {"kind": "trace", "opportunities_ms": [1], "y": 0}}"#
+        )
+        .is_err());
     }
 
     #[test]
@@ -393,7 +453,10 @@ mod tests {
         assert_eq!(l.queue_pkts(0), 0, "not re-queued by an earlier now");
         l.enqueue(0, P(1000)).unwrap();
         assert_eq!(l.next_arrival_ns(), Some(11 * NS_PER_MS));
-        assert!(l.pop_arrived(0).is_some(), "the link's clock is already at 11 ms");
+        assert!(
+            l.pop_arrived(0).is_some(),
+            "the link's clock is already at 11 ms"
+        );
         assert!(l.pop_arrived(0).is_none());
         assert_eq!(l.len(), 1);
         assert_eq!(l.pop_arrived(12 * NS_PER_MS).map(|p| p.0), Some(1000));
@@ -403,11 +466,18 @@ mod tests {
     #[test]
     fn unvalidated_configs_do_not_panic() {
         let mut l = rate_link(0, QueueLimit::Packets(0));
-        assert_eq!(l.enqueue(0, P(1)).unwrap_err().reason, DropReason::QueueFull);
+        assert_eq!(
+            l.enqueue(0, P(1)).unwrap_err().reason,
+            DropReason::QueueFull
+        );
         let mut l = rate_link(0, QueueLimit::Unlimited);
         l.enqueue(5, P(1500)).unwrap();
         l.enqueue(6, P(1500)).unwrap();
-        assert_eq!(l.next_arrival_ns(), Some(u64::MAX), "a rate of 0 never finishes");
+        assert_eq!(
+            l.next_arrival_ns(),
+            Some(u64::MAX),
+            "a rate of 0 never finishes"
+        );
         assert_eq!(l.queue_pkts(u64::MAX - 1), 2);
         assert_eq!(l.pop_arrived(u64::MAX).map(|p| p.0), Some(1500));
     }

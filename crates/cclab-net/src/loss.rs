@@ -47,7 +47,12 @@ impl LossModel {
         match *self {
             LossModel::None => Ok(()),
             LossModel::Bernoulli { p } => check("p", p),
-            LossModel::GilbertElliott { p_good_bad, p_bad_good, loss_good, loss_bad } => {
+            LossModel::GilbertElliott {
+                p_good_bad,
+                p_bad_good,
+                loss_good,
+                loss_bad,
+            } => {
                 check("p_good_bad", p_good_bad)?;
                 check("p_bad_good", p_bad_good)?;
                 check("loss_good", loss_good)?;
@@ -63,7 +68,12 @@ impl LossModel {
         match *self {
             LossModel::None => 0.0,
             LossModel::Bernoulli { p } => p,
-            LossModel::GilbertElliott { p_good_bad, p_bad_good, loss_good, loss_bad } => {
+            LossModel::GilbertElliott {
+                p_good_bad,
+                p_bad_good,
+                loss_good,
+                loss_bad,
+            } => {
                 let s = p_good_bad + p_bad_good;
                 if s == 0.0 {
                     loss_good
@@ -88,7 +98,11 @@ impl Loss {
     /// A process for `model` drawing from `rng`, starting in the Good state. An unvalidated
     /// model does not panic: out-of-range probabilities act as clamped, NaN as 0.
     pub fn new(model: LossModel, rng: ChaCha8Rng) -> Self {
-        Loss { model, bad: false, rng }
+        Loss {
+            model,
+            bad: false,
+            rng,
+        }
     }
 
     /// Whether the next packet is lost. Call exactly once per packet offered.
@@ -96,7 +110,12 @@ impl Loss {
         match self.model {
             LossModel::None => false,
             LossModel::Bernoulli { p } => p > 0.0 && self.rng.random::<f64>() < p,
-            LossModel::GilbertElliott { p_good_bad, p_bad_good, loss_good, loss_bad } => {
+            LossModel::GilbertElliott {
+                p_good_bad,
+                p_bad_good,
+                loss_good,
+                loss_bad,
+            } => {
                 let flip = if self.bad { p_bad_good } else { p_good_bad };
                 // Always drawn (even when `flip` is 0), so the stream stays aligned per packet.
                 if self.rng.random::<f64>() < flip {
@@ -125,7 +144,12 @@ mod tests {
     }
 
     fn ge(p_good_bad: f64, p_bad_good: f64, loss_good: f64, loss_bad: f64) -> LossModel {
-        LossModel::GilbertElliott { p_good_bad, p_bad_good, loss_good, loss_bad }
+        LossModel::GilbertElliott {
+            p_good_bad,
+            p_bad_good,
+            loss_good,
+            loss_bad,
+        }
     }
 
     #[test]
@@ -148,7 +172,11 @@ mod tests {
 
     #[test]
     fn gilbert_elliott_stationary_rate() {
-        for m in [ge(0.01, 0.2, 0.001, 0.5), ge(0.05, 0.05, 0.0, 1.0), ge(0.3, 0.6, 0.1, 0.9)] {
+        for m in [
+            ge(0.01, 0.2, 0.001, 0.5),
+            ge(0.05, 0.05, 0.0, 1.0),
+            ge(0.3, 0.6, 0.1, 0.9),
+        ] {
             let want = m.mean_loss();
             let f = fraction(m.clone(), 2_000_000);
             assert!((f - want).abs() / want < 0.05, "{m:?}: {f} vs {want}");
@@ -163,7 +191,10 @@ mod tests {
         // Always flips Good->Bad on the first packet; Bad always loses, Good never does.
         let mut l = Loss::new(ge(1.0, 0.0, 0.0, 1.0), stream(1, "t"));
         assert!(!l.in_bad_state());
-        assert!(l.drop_next(), "the first packet is already drawn in the Bad state");
+        assert!(
+            l.drop_next(),
+            "the first packet is already drawn in the Bad state"
+        );
         assert!(l.in_bad_state());
         // Alternating chain: Bad, Good, Bad, ...
         let mut l = Loss::new(ge(1.0, 1.0, 0.0, 1.0), stream(1, "t"));
@@ -186,7 +217,10 @@ mod tests {
         let e = LossModel::Bernoulli { p: 1.5 }.validate().unwrap_err();
         assert_eq!(e, NetError::invalid("p", 1.5, "a probability in [0, 1]"));
         let e = ge(0.1, -0.1, 0.0, 1.0).validate().unwrap_err();
-        assert!(matches!(e, NetError::InvalidField { ref field, .. } if field == "p_bad_good"), "{e}");
+        assert!(
+            matches!(e, NetError::InvalidField { ref field, .. } if field == "p_bad_good"),
+            "{e}"
+        );
         let e = ge(0.1, 0.1, 0.0, f64::NAN).validate().unwrap_err();
         assert!(e.to_string().starts_with("loss_bad = NaN"), "{e}");
         assert!(ge(0.0, 1.0, 0.0, 1.0).validate().is_ok());
@@ -202,8 +236,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(m, ge(0.1, 0.2, 0.0, 1.0));
-        assert_eq!(serde_json::from_str::<LossModel>(r#"{"kind": "none"}"#).unwrap(), LossModel::None);
-        assert!(serde_json::from_str::<LossModel>(r#"{"kind": "bernoulli", "p": 0.1, "q": 1}"#).is_err());
+        assert_eq!(
+            serde_json::from_str::<LossModel>(r#"{"kind": "none"}"#).unwrap(),
+            LossModel::None
+        );
+        assert!(
+            serde_json::from_str::<LossModel>(r#"{"kind": "bernoulli", "p": 0.1, "q": 1}"#)
+                .is_err()
+        );
         assert!(serde_json::from_str::<LossModel>(r#"{"kind": "uniform"}"#).is_err());
         let back: LossModel = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
         assert_eq!(back, m);

@@ -50,8 +50,11 @@ pub(crate) struct OutageSchedule {
 
 impl OutageSchedule {
     pub(crate) fn new(outages: &[Outage]) -> Self {
-        let mut raw: Vec<(u64, u64)> =
-            outages.iter().filter(|o| o.duration_ns > 0).map(|o| (o.start_ns, o.end_ns())).collect();
+        let mut raw: Vec<(u64, u64)> = outages
+            .iter()
+            .filter(|o| o.duration_ns > 0)
+            .map(|o| (o.start_ns, o.end_ns()))
+            .collect();
         raw.sort_unstable();
         let mut intervals: Vec<(u64, u64)> = Vec::with_capacity(raw.len());
         for (s, e) in raw {
@@ -60,7 +63,11 @@ impl OutageSchedule {
                 _ => intervals.push((s, e)),
             }
         }
-        OutageSchedule { intervals, next: 0, last_query: 0 }
+        OutageSchedule {
+            intervals,
+            next: 0,
+            last_query: 0,
+        }
     }
 
     /// Earliest start >= `t` of a transmission lasting `len` ns that overlaps no outage (a
@@ -95,9 +102,15 @@ impl SpikeSchedule {
     pub(crate) fn new(spikes: &[DelaySpike]) -> Self {
         // Sweep over start (+extra) and end (-extra) points; sums in i128 cannot overflow.
         let mut points: Vec<(u64, i128)> = Vec::with_capacity(spikes.len() * 2);
-        for s in spikes.iter().filter(|s| s.duration_ns > 0 && s.extra_delay_ns > 0) {
+        for s in spikes
+            .iter()
+            .filter(|s| s.duration_ns > 0 && s.extra_delay_ns > 0)
+        {
             points.push((s.start_ns, i128::from(s.extra_delay_ns)));
-            points.push((s.start_ns.saturating_add(s.duration_ns), -i128::from(s.extra_delay_ns)));
+            points.push((
+                s.start_ns.saturating_add(s.duration_ns),
+                -i128::from(s.extra_delay_ns),
+            ));
         }
         points.sort_unstable();
         let mut segments = Vec::new();
@@ -112,7 +125,11 @@ impl SpikeSchedule {
             }
         }
         debug_assert_eq!(level, 0);
-        SpikeSchedule { segments, next: 0, last_query: 0 }
+        SpikeSchedule {
+            segments,
+            next: 0,
+            last_query: 0,
+        }
     }
 
     /// Extra delay of a packet whose transmission ends at `t`; `t` must not decrease from one
@@ -136,7 +153,13 @@ mod tests {
     use super::*;
 
     fn outages(v: &[(u64, u64)]) -> OutageSchedule {
-        let list: Vec<Outage> = v.iter().map(|&(s, d)| Outage { start_ns: s, duration_ns: d }).collect();
+        let list: Vec<Outage> = v
+            .iter()
+            .map(|&(s, d)| Outage {
+                start_ns: s,
+                duration_ns: d,
+            })
+            .collect();
         OutageSchedule::new(&list)
     }
 
@@ -154,7 +177,11 @@ mod tests {
     #[test]
     fn a_transmission_skips_every_gap_too_small_for_it() {
         let mut o = outages(&[(10, 10), (25, 10), (40, 10)]);
-        assert_eq!(o.fit(5, 6), 50, "gaps [20,25) and [35,40) are too short for 6 ns");
+        assert_eq!(
+            o.fit(5, 6),
+            50,
+            "gaps [20,25) and [35,40) are too short for 6 ns"
+        );
         let mut o = outages(&[(10, 10), (25, 10)]);
         assert_eq!(o.fit(12, 0), 20);
         assert_eq!(o.fit(20, 5), 20);
@@ -169,9 +196,21 @@ mod tests {
 
     #[test]
     fn spikes_sum_where_they_overlap() {
-        let sp = |s, d, x| DelaySpike { start_ns: s, duration_ns: d, extra_delay_ns: x };
-        let mut s = SpikeSchedule::new(&[sp(10, 10, 100), sp(15, 10, 1000), sp(40, 0, 7), sp(50, 5, 0)]);
-        let got: Vec<u64> = [0, 9, 10, 14, 15, 19, 20, 24, 25, 40, 60].iter().map(|&t| s.extra_at(t)).collect();
+        let sp = |s, d, x| DelaySpike {
+            start_ns: s,
+            duration_ns: d,
+            extra_delay_ns: x,
+        };
+        let mut s = SpikeSchedule::new(&[
+            sp(10, 10, 100),
+            sp(15, 10, 1000),
+            sp(40, 0, 7),
+            sp(50, 5, 0),
+        ]);
+        let got: Vec<u64> = [0, 9, 10, 14, 15, 19, 20, 24, 25, 40, 60]
+            .iter()
+            .map(|&t| s.extra_at(t))
+            .collect();
         assert_eq!(got, [0, 0, 100, 100, 1100, 1100, 1000, 1000, 0, 0, 0]);
         let mut s = SpikeSchedule::new(&[sp(0, u64::MAX, u64::MAX), sp(0, 5, u64::MAX)]);
         assert_eq!(s.extra_at(1), u64::MAX, "saturates");

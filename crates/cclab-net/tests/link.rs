@@ -45,8 +45,14 @@ fn serialisation_and_delay_are_exact() {
         l.enqueue(0, P(i, 1000)).unwrap();
     }
     assert_eq!(l.next_arrival_ns(), Some(11 * MS));
-    assert!(l.pop_arrived(11 * MS - 1).is_none(), "not before its arrival");
-    assert_eq!(drain(&mut l), vec![(11 * MS, 0), (12 * MS, 1), (13 * MS, 2)]);
+    assert!(
+        l.pop_arrived(11 * MS - 1).is_none(),
+        "not before its arrival"
+    );
+    assert_eq!(
+        drain(&mut l),
+        vec![(11 * MS, 0), (12 * MS, 1), (13 * MS, 2)]
+    );
     // An idle link starts serving at once; a packet behind a busy one waits for it.
     l.enqueue(100 * MS, P(3, 1000)).unwrap();
     l.enqueue(100 * MS + MS / 2, P(4, 500)).unwrap();
@@ -67,12 +73,19 @@ fn drop_tail_in_packets_counts_the_packet_in_service() {
     let d = l.enqueue(0, P(9, 1000)).unwrap_err();
     assert_eq!((d.pkt, d.reason), (P(9, 1000), DropReason::QueueFull));
     assert_eq!(l.queue_pkts(0), 3);
-    assert_eq!(l.queue_pkts(MS - 1), 3, "the first is still in transmission");
+    assert_eq!(
+        l.queue_pkts(MS - 1),
+        3,
+        "the first is still in transmission"
+    );
     assert_eq!(l.queue_pkts(MS), 2, "the first left at 1 ms");
     assert!(l.enqueue(MS, P(4, 1000)).is_ok());
     assert!(l.enqueue(MS, P(5, 1000)).is_err());
     let s = l.stats();
-    assert_eq!((s.enqueued_pkts, s.dropped_queue_pkts, s.tx_bytes), (4, 2, 4000));
+    assert_eq!(
+        (s.enqueued_pkts, s.dropped_queue_pkts, s.tx_bytes),
+        (4, 2, 4000)
+    );
 }
 
 #[test]
@@ -80,14 +93,23 @@ fn drop_tail_in_bytes() {
     let mut l = link(cfg(8_000_000, 0, QueueLimit::Bytes(2500)));
     assert!(l.enqueue(0, P(0, 1000)).is_ok());
     assert!(l.enqueue(0, P(1, 1000)).is_ok());
-    assert_eq!(l.enqueue(0, P(2, 1000)).unwrap_err().reason, DropReason::QueueFull);
-    assert!(l.enqueue(0, P(3, 500)).is_ok(), "exactly at the limit is admitted");
+    assert_eq!(
+        l.enqueue(0, P(2, 1000)).unwrap_err().reason,
+        DropReason::QueueFull
+    );
+    assert!(
+        l.enqueue(0, P(3, 500)).is_ok(),
+        "exactly at the limit is admitted"
+    );
     assert!(l.enqueue(0, P(4, 1)).is_err());
     assert_eq!(l.queue_bytes(0), 2500);
     assert_eq!(l.queue_bytes(MS), 1500);
     assert!(l.enqueue(MS, P(5, 1000)).is_ok());
     let mut l = link(cfg(8_000_000, 0, QueueLimit::Bytes(999)));
-    assert!(l.enqueue(0, P(0, 1000)).is_err(), "a packet bigger than the whole queue");
+    assert!(
+        l.enqueue(0, P(0, 1000)).is_err(),
+        "a packet bigger than the whole queue"
+    );
 }
 
 #[test]
@@ -96,10 +118,16 @@ fn lost_packets_never_occupy_the_queue() {
     c.loss = LossModel::Bernoulli { p: 1.0 };
     let mut l = link(c);
     for i in 0..10 {
-        assert_eq!(l.enqueue(0, P(i, 1000)).unwrap_err().reason, DropReason::Loss);
+        assert_eq!(
+            l.enqueue(0, P(i, 1000)).unwrap_err().reason,
+            DropReason::Loss
+        );
     }
     assert_eq!(l.queue_pkts(0), 0);
-    assert_eq!((l.stats().dropped_loss_pkts, l.stats().dropped_queue_pkts), (10, 0));
+    assert_eq!(
+        (l.stats().dropped_loss_pkts, l.stats().dropped_queue_pkts),
+        (10, 0)
+    );
 }
 
 #[test]
@@ -122,7 +150,10 @@ fn occupancy_falls_as_packets_leave() {
 #[test]
 fn outage_holds_packets_then_releases_them() {
     let mut c = cfg(8_000_000, 0, QueueLimit::Unlimited);
-    c.outages = vec![Outage { start_ns: 2 * MS + MS / 2, duration_ns: 10 * MS }];
+    c.outages = vec![Outage {
+        start_ns: 2 * MS + MS / 2,
+        duration_ns: 10 * MS,
+    }];
     let mut l = link(c);
     for i in 0..4 {
         l.enqueue(0, P(i, 1000)).unwrap();
@@ -130,10 +161,21 @@ fn outage_holds_packets_then_releases_them() {
     // 0 and 1 fit before 2.5 ms; 2 would overlap the outage, so it starts at 12.5 ms.
     assert_eq!(l.queue_pkts(5 * MS), 2, "held by the outage");
     let half = MS / 2;
-    assert_eq!(drain(&mut l), vec![(MS, 0), (2 * MS, 1), (13 * MS + half, 2), (14 * MS + half, 3)]);
+    assert_eq!(
+        drain(&mut l),
+        vec![
+            (MS, 0),
+            (2 * MS, 1),
+            (13 * MS + half, 2),
+            (14 * MS + half, 3)
+        ]
+    );
     // Offered during the outage: served after it.
     let mut c = cfg(8_000_000, 1, QueueLimit::Unlimited);
-    c.outages = vec![Outage { start_ns: 10 * MS, duration_ns: 10 * MS }];
+    c.outages = vec![Outage {
+        start_ns: 10 * MS,
+        duration_ns: 10 * MS,
+    }];
     let mut l = link(c);
     l.enqueue(15 * MS, P(5, 1000)).unwrap();
     assert_eq!(drain(&mut l), vec![(22 * MS, 5)]);
@@ -141,30 +183,51 @@ fn outage_holds_packets_then_releases_them() {
 
 #[test]
 fn outage_on_an_infinitely_fast_link_holds_packets() {
-    let mut c = LinkConfig { delay_ns: MS, queue: QueueLimit::Packets(2), ..LinkConfig::default() };
-    c.outages = vec![Outage { start_ns: 10 * MS, duration_ns: 5 * MS }];
+    let mut c = LinkConfig {
+        delay_ns: MS,
+        queue: QueueLimit::Packets(2),
+        ..LinkConfig::default()
+    };
+    c.outages = vec![Outage {
+        start_ns: 10 * MS,
+        duration_ns: 5 * MS,
+    }];
     let mut l = link(c);
     l.enqueue(0, P(0, 1500)).unwrap();
     assert_eq!(l.queue_pkts(0), 0, "no serialisation, so no queue");
     l.enqueue(11 * MS, P(1, 1500)).unwrap();
     l.enqueue(12 * MS, P(2, 1500)).unwrap();
-    assert!(l.enqueue(12 * MS, P(3, 1500)).is_err(), "held packets count towards the limit");
+    assert!(
+        l.enqueue(12 * MS, P(3, 1500)).is_err(),
+        "held packets count towards the limit"
+    );
     assert_eq!(drain(&mut l), vec![(MS, 0), (16 * MS, 1), (16 * MS, 2)]);
 }
 
 #[test]
 fn delay_spike_adds_delay_without_reordering() {
     let mut c = cfg(8_000_000, 10, QueueLimit::Unlimited);
-    c.delay_spikes = vec![DelaySpike { start_ns: 2 * MS, duration_ns: MS, extra_delay_ns: 100 * MS }];
+    c.delay_spikes = vec![DelaySpike {
+        start_ns: 2 * MS,
+        duration_ns: MS,
+        extra_delay_ns: 100 * MS,
+    }];
     let mut l = link(c);
     for i in 0..4 {
         l.enqueue(0, P(i, 1000)).unwrap();
     }
     // Packet 1 departs at 2 ms (in the window): arrives at 112 ms; 2 (departs at 3 ms, outside
     // the window) and 3 may not overtake it.
-    assert_eq!(drain(&mut l), vec![(11 * MS, 0), (112 * MS, 1), (112 * MS, 2), (112 * MS, 3)]);
+    assert_eq!(
+        drain(&mut l),
+        vec![(11 * MS, 0), (112 * MS, 1), (112 * MS, 2), (112 * MS, 3)]
+    );
     l.enqueue(200 * MS, P(4, 1000)).unwrap();
-    assert_eq!(drain(&mut l), vec![(211 * MS, 4)], "back to normal after the window");
+    assert_eq!(
+        drain(&mut l),
+        vec![(211 * MS, 4)],
+        "back to normal after the window"
+    );
 }
 
 #[test]
@@ -177,14 +240,21 @@ fn trace_capacity_one_packet_per_opportunity_and_loops() {
         l.enqueue(0, P(i, if i == 0 { 40 } else { 1500 })).unwrap();
     }
     let got: Vec<u64> = drain(&mut l).into_iter().map(|(t, _)| t / MS).collect();
-    assert_eq!(got, vec![1, 2, 2, 5, 6, 7], "small or full-size, one opportunity each; period 5 ms");
+    assert_eq!(
+        got,
+        vec![1, 2, 2, 5, 6, 7],
+        "small or full-size, one opportunity each; period 5 ms"
+    );
     // Third period: opportunities at 11, 12, 12, 15 ms. Those passing while the queue is empty
     // are wasted (10 ms); a packet offered at 10.5 ms takes the one at 11 ms, and a 3000 B
     // packet needs two (both at 12 ms); the next packet gets the one at 15 ms.
     l.enqueue(10 * MS + MS / 2, P(8, 100)).unwrap();
     l.enqueue(10 * MS + MS / 2, P(9, 3000)).unwrap();
     l.enqueue(10 * MS + MS / 2, P(10, 1)).unwrap();
-    assert_eq!(drain(&mut l), vec![(11 * MS, 8), (12 * MS, 9), (15 * MS, 10)]);
+    assert_eq!(
+        drain(&mut l),
+        vec![(11 * MS, 8), (12 * MS, 9), (15 * MS, 10)]
+    );
     // An opportunity at the instant the packet arrives is used.
     l.enqueue(16 * MS, P(11, 1500)).unwrap();
     assert_eq!(drain(&mut l), vec![(16 * MS, 11)]);
@@ -193,8 +263,13 @@ fn trace_capacity_one_packet_per_opportunity_and_loops() {
 #[test]
 fn trace_opportunities_during_an_outage_are_lost() {
     let mut c = cfg(1, 0, QueueLimit::Unlimited);
-    c.capacity = Some(Capacity::Trace(MahimahiTrace::parse("1\n2\n3\n4\n").unwrap()));
-    c.outages = vec![Outage { start_ns: 2 * MS, duration_ns: 4 * MS }]; // [2, 6) ms
+    c.capacity = Some(Capacity::Trace(
+        MahimahiTrace::parse("1\n2\n3\n4\n").unwrap(),
+    ));
+    c.outages = vec![Outage {
+        start_ns: 2 * MS,
+        duration_ns: 4 * MS,
+    }]; // [2, 6) ms
     let mut l = link(c);
     for i in 0..3 {
         l.enqueue(0, P(i, 1500)).unwrap();
@@ -208,7 +283,9 @@ fn losses_follow_the_seed() {
         let mut c = cfg(1_000_000_000, 0, QueueLimit::Unlimited);
         c.loss = LossModel::Bernoulli { p: 0.1 };
         let mut l: Link<P> = Link::new(c, rng::stream(seed, "bottleneck.fwd"));
-        (0..1000).map(|i| l.enqueue(i * MS, P(i as u32, 100)).is_err()).collect::<Vec<_>>()
+        (0..1000)
+            .map(|i| l.enqueue(i * MS, P(i as u32, 100)).is_err())
+            .collect::<Vec<_>>()
     };
     assert_eq!(run(1), run(1));
     assert_ne!(run(1), run(2));
@@ -220,7 +297,10 @@ fn losses_follow_the_seed() {
 fn per_element_streams_are_independent() {
     // The forward link's drops are the same whether or not another lossy link exists and
     // whatever traffic it carries.
-    let lossy = || LinkConfig { loss: LossModel::Bernoulli { p: 0.3 }, ..LinkConfig::default() };
+    let lossy = || LinkConfig {
+        loss: LossModel::Bernoulli { p: 0.3 },
+        ..LinkConfig::default()
+    };
     let drops = |with_other: bool| {
         let mut fwd: Link<P> = Link::new(lossy(), rng::stream(9, "bottleneck.fwd"));
         let mut rev: Link<P> = Link::new(lossy(), rng::stream(9, "bottleneck.rev"));
@@ -252,9 +332,17 @@ fn links_work_behind_the_element_trait() {
 #[test]
 fn config_validation_names_the_field() {
     let c = cfg(0, 0, QueueLimit::Unlimited);
-    assert!(c.validate().unwrap_err().to_string().starts_with("capacity.rate_bps = 0"));
+    assert!(c
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .starts_with("capacity.rate_bps = 0"));
     let c = cfg(1, 0, QueueLimit::Packets(0));
-    assert!(c.validate().unwrap_err().to_string().starts_with("queue.packets = 0"));
+    assert!(c
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .starts_with("queue.packets = 0"));
 }
 
 /// Naive reference: departures by scanning every outage until none overlaps, occupancy by
@@ -272,7 +360,10 @@ fn agrees_with_a_naive_reference_on_random_traffic() {
         };
         let mut c = cfg(rate, r.random_range(0..50), queue);
         c.outages = (0..r.random_range(0..6))
-            .map(|_| Outage { start_ns: r.random_range(0..2_000 * MS), duration_ns: r.random_range(0..300 * MS) })
+            .map(|_| Outage {
+                start_ns: r.random_range(0..2_000 * MS),
+                duration_ns: r.random_range(0..300 * MS),
+            })
             .collect();
         c.delay_spikes = (0..r.random_range(0..4))
             .map(|_| DelaySpike {
@@ -289,8 +380,15 @@ fn agrees_with_a_naive_reference_on_random_traffic() {
             now += r.random_range(0..2 * MS);
             let bytes = r.random_range(40..=1500);
             let queued: Vec<_> = admitted.iter().filter(|a| a.0 > now).collect();
-            let (qp, qb) = (queued.len() as u64, queued.iter().map(|a| u64::from(a.2)).sum::<u64>());
-            assert_eq!((u64::from(l.queue_pkts(now)), l.queue_bytes(now)), (qp, qb), "round {round} id {id}");
+            let (qp, qb) = (
+                queued.len() as u64,
+                queued.iter().map(|a| u64::from(a.2)).sum::<u64>(),
+            );
+            assert_eq!(
+                (u64::from(l.queue_pkts(now)), l.queue_bytes(now)),
+                (qp, qb),
+                "round {round} id {id}"
+            );
             let full = match queue {
                 QueueLimit::Packets(n) => qp >= u64::from(n),
                 QueueLimit::Bytes(n) => qb + u64::from(bytes) > n,
@@ -305,7 +403,9 @@ fn agrees_with_a_naive_reference_on_random_traffic() {
                 // Inside an outage, or a transmission that would run into one.
                 while let Some(o) = c.outages.iter().find(|o| {
                     let end = o.start_ns + o.duration_ns;
-                    o.duration_ns > 0 && start < end && (start >= o.start_ns || start + tx > o.start_ns)
+                    o.duration_ns > 0
+                        && start < end
+                        && (start >= o.start_ns || start + tx > o.start_ns)
                 }) {
                     start = o.start_ns + o.duration_ns;
                 }
@@ -324,7 +424,11 @@ fn agrees_with_a_naive_reference_on_random_traffic() {
             while let Some(p) = l.pop_arrived(now) {
                 delivered.push((now, p.0));
             }
-            assert_eq!(l.next_arrival_ns(), admitted.get(delivered.len()).map(|a| a.1), "round {round} id {id}");
+            assert_eq!(
+                l.next_arrival_ns(),
+                admitted.get(delivered.len()).map(|a| a.1),
+                "round {round} id {id}"
+            );
         }
         let mut t = now;
         while let Some(a) = l.next_arrival_ns() {
@@ -341,8 +445,17 @@ fn agrees_with_a_naive_reference_on_random_traffic() {
         }
         let s = l.stats();
         assert_eq!(s.enqueued_pkts, admitted.len() as u64);
-        assert_eq!(s.tx_bytes, admitted.iter().map(|a| u64::from(a.2)).sum::<u64>());
-        assert_eq!((s.delivered_pkts, s.delivered_bytes), (s.enqueued_pkts, s.tx_bytes));
+        assert_eq!(
+            s.tx_bytes,
+            admitted.iter().map(|a| u64::from(a.2)).sum::<u64>()
+        );
+        assert_eq!(
+            (s.delivered_pkts, s.delivered_bytes),
+            (s.enqueued_pkts, s.tx_bytes)
+        );
     }
-    assert!(queue_drops > 100 && held > 10, "the traffic exercised drops ({queue_drops}) and outages ({held})");
+    assert!(
+        queue_drops > 100 && held > 10,
+        "the traffic exercised drops ({queue_drops}) and outages ({held})"
+    );
 }

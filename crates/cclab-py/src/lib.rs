@@ -8,8 +8,18 @@ use pyo3::create_exception;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-create_exception!(_core, ConfigError, pyo3::exceptions::PyValueError, "A scenario field is invalid; the message starts with its dotted path.");
-create_exception!(_core, SimError, pyo3::exceptions::PyRuntimeError, "The simulation failed.");
+create_exception!(
+    _core,
+    ConfigError,
+    pyo3::exceptions::PyValueError,
+    "A scenario field is invalid; the message starts with its dotted path."
+);
+create_exception!(
+    _core,
+    SimError,
+    pyo3::exceptions::PyRuntimeError,
+    "The simulation failed."
+);
 
 fn parse(config_json: &str) -> PyResult<Scenario> {
     Scenario::from_json(config_json).map_err(|e| ConfigError::new_err(e.to_string()))
@@ -89,9 +99,11 @@ fn simulate<'py>(
     e.set_item("detail", ev.detail)?;
     d.set_item("events", e)?;
     let json = py.import("json")?;
-    let fs = serde_json::to_string(&out.flow_stats).map_err(|e| SimError::new_err(e.to_string()))?;
+    let fs =
+        serde_json::to_string(&out.flow_stats).map_err(|e| SimError::new_err(e.to_string()))?;
     d.set_item("flow_stats", json.call_method1("loads", (fs,))?)?;
-    let ls = serde_json::to_string(&out.link_stats).map_err(|e| SimError::new_err(e.to_string()))?;
+    let ls =
+        serde_json::to_string(&out.link_stats).map_err(|e| SimError::new_err(e.to_string()))?;
     d.set_item("link_stats", json.call_method1("loads", (ls,))?)?;
     d.set_item("events_processed", out.events_processed)?;
     d.set_item("sim_duration_s", out.sim_duration_s)?;

@@ -20,7 +20,10 @@ pub struct ConfigError {
 }
 
 fn err(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
-    ConfigError { field: field.into(), message: message.into() }
+    ConfigError {
+        field: field.into(),
+        message: message.into(),
+    }
 }
 
 /// A whole scenario.
@@ -50,11 +53,17 @@ fn one() -> u64 {
 }
 
 fn default_senders() -> Vec<Host> {
-    vec![Host { name: "sender".into(), access: None }]
+    vec![Host {
+        name: "sender".into(),
+        access: None,
+    }]
 }
 
 fn default_receivers() -> Vec<Host> {
-    vec![Host { name: "receiver".into(), access: None }]
+    vec![Host {
+        name: "receiver".into(),
+        access: None,
+    }]
 }
 
 /// How flow state is traced.
@@ -94,7 +103,11 @@ fn default_interval() -> f64 {
 
 impl Default for SimSettings {
     fn default() -> Self {
-        SimSettings { kernel_hz: 250, trace: TraceMode::Change, trace_interval_ms: 10.0 }
+        SimSettings {
+            kernel_hz: 250,
+            trace: TraceMode::Change,
+            trace_interval_ms: 10.0,
+        }
     }
 }
 
@@ -239,7 +252,10 @@ pub fn ms_to_ns(ms: f64) -> u64 {
 
 fn check_nonneg(field: &str, v: f64) -> Result<(), ConfigError> {
     if !v.is_finite() || v < 0.0 {
-        return Err(err(field, format!("{v} is not accepted: a finite number >= 0")));
+        return Err(err(
+            field,
+            format!("{v} is not accepted: a finite number >= 0"),
+        ));
     }
     Ok(())
 }
@@ -247,7 +263,10 @@ fn check_nonneg(field: &str, v: f64) -> Result<(), ConfigError> {
 impl LinkSpec {
     fn validate(&self, path: &str) -> Result<(), ConfigError> {
         if self.rate_bps == Some(0) {
-            return Err(err(format!("{path}.rate_bps"), "0 is not accepted: a rate > 0 bps"));
+            return Err(err(
+                format!("{path}.rate_bps"),
+                "0 is not accepted: a rate > 0 bps",
+            ));
         }
         if self.rate_bps.is_some() && self.capacity_trace_text.is_some() {
             return Err(err(
@@ -257,10 +276,16 @@ impl LinkSpec {
         }
         check_nonneg(&format!("{path}.delay_ms"), self.delay_ms)?;
         if self.queue_pkts.is_some() && self.queue_bytes.is_some() {
-            return Err(err(format!("{path}.queue_bytes"), "give either queue_pkts or queue_bytes"));
+            return Err(err(
+                format!("{path}.queue_bytes"),
+                "give either queue_pkts or queue_bytes",
+            ));
         }
         if self.queue_pkts == Some(0) || self.queue_bytes == Some(0) {
-            return Err(err(format!("{path}.queue_pkts"), "0 is not accepted: at least 1"));
+            return Err(err(
+                format!("{path}.queue_pkts"),
+                "0 is not accepted: at least 1",
+            ));
         }
         self.loss_model
             .validate()
@@ -271,8 +296,14 @@ impl LinkSpec {
         }
         for (i, o) in self.delay_spikes.iter().enumerate() {
             check_nonneg(&format!("{path}.delay_spikes[{i}].start_s"), o.start_s)?;
-            check_nonneg(&format!("{path}.delay_spikes[{i}].duration_s"), o.duration_s)?;
-            check_nonneg(&format!("{path}.delay_spikes[{i}].extra_delay_ms"), o.extra_delay_ms)?;
+            check_nonneg(
+                &format!("{path}.delay_spikes[{i}].duration_s"),
+                o.duration_s,
+            )?;
+            check_nonneg(
+                &format!("{path}.delay_spikes[{i}].extra_delay_ms"),
+                o.extra_delay_ms,
+            )?;
         }
         Ok(())
     }
@@ -296,11 +327,17 @@ impl Scenario {
     /// Check every value the simulator relies on.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if !(self.duration_s.is_finite() && self.duration_s > 0.0) {
-            return Err(err("duration_s", format!("{} is not accepted: a time > 0", self.duration_s)));
+            return Err(err(
+                "duration_s",
+                format!("{} is not accepted: a time > 0", self.duration_s),
+            ));
         }
         let hz = self.sim.kernel_hz;
         if !(hz == 100 || hz == 250 || hz == 300 || hz == 1000) {
-            return Err(err("sim.kernel_hz", format!("{hz} is not accepted: 100, 250, 300 or 1000")));
+            return Err(err(
+                "sim.kernel_hz",
+                format!("{hz} is not accepted: 100, 250, 300 or 1000"),
+            ));
         }
         if !(self.sim.trace_interval_ms.is_finite() && self.sim.trace_interval_ms >= 0.1) {
             return Err(err("sim.trace_interval_ms", "a period of at least 0.1 ms"));
@@ -322,21 +359,40 @@ impl Scenario {
         for (i, f) in self.flows.iter().enumerate() {
             let p = format!("flows[{i}]");
             if !self.senders.iter().any(|h| h.name == f.sender) {
-                return Err(err(format!("{p}.sender"), format!("no sender named {:?}", f.sender)));
+                return Err(err(
+                    format!("{p}.sender"),
+                    format!("no sender named {:?}", f.sender),
+                ));
             }
             if !self.receivers.iter().any(|h| h.name == f.receiver) {
-                return Err(err(format!("{p}.receiver"), format!("no receiver named {:?}", f.receiver)));
+                return Err(err(
+                    format!("{p}.receiver"),
+                    format!("no receiver named {:?}", f.receiver),
+                ));
             }
             if !(64..=65495).contains(&f.mss_bytes) {
-                return Err(err(format!("{p}.mss_bytes"), format!("{} is not accepted: 64..65495", f.mss_bytes)));
+                return Err(err(
+                    format!("{p}.mss_bytes"),
+                    format!("{} is not accepted: 64..65495", f.mss_bytes),
+                ));
             }
             if f.initial_cwnd_pkts == 0 {
-                return Err(err(format!("{p}.initial_cwnd_pkts"), "0 is not accepted: at least 1"));
+                return Err(err(
+                    format!("{p}.initial_cwnd_pkts"),
+                    "0 is not accepted: at least 1",
+                ));
             }
             check_nonneg(&format!("{p}.start_s"), f.start_s)?;
-            for (n, v) in [("rto_min_ms", f.rto_min_ms), ("rto_initial_ms", f.rto_initial_ms), ("rto_max_ms", f.rto_max_ms)] {
+            for (n, v) in [
+                ("rto_min_ms", f.rto_min_ms),
+                ("rto_initial_ms", f.rto_initial_ms),
+                ("rto_max_ms", f.rto_max_ms),
+            ] {
                 if !(v.is_finite() && v >= 1.0) {
-                    return Err(err(format!("{p}.{n}"), format!("{v} is not accepted: at least 1 ms")));
+                    return Err(err(
+                        format!("{p}.{n}"),
+                        format!("{v} is not accepted: at least 1 ms"),
+                    ));
                 }
             }
             if f.rto_min_ms > f.rto_max_ms {
@@ -345,7 +401,10 @@ impl Scenario {
             cc::build(&f.cc, &f.cc_params).map_err(|e| match &e {
                 cc::CcError::UnknownAlgorithm { .. } => err(format!("{p}.cc"), e.to_string()),
                 // The algorithm's message starts with "cc_params.<name>": prefix the flow.
-                _ => ConfigError { field: p.clone(), message: e.to_string() },
+                _ => ConfigError {
+                    field: p.clone(),
+                    message: e.to_string(),
+                },
             })?;
         }
         Ok(())

@@ -102,15 +102,16 @@ pub fn run(
 ) -> Result<RunOutput, SimError> {
     let world = world::World::new(sc)?;
     // A panic is a bug; catch it so it never crosses into Python.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || world.run(progress)))
-        .map_err(|e| {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || world.run(progress))).map_err(
+        |e| {
             let msg = e
                 .downcast_ref::<String>()
                 .cloned()
                 .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "panic".into());
             SimError::Internal(msg)
-        })?
+        },
+    )?
 }
 
 /// Parse the normalised scenario JSON and run it.

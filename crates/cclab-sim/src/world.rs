@@ -97,7 +97,10 @@ fn link_config(spec: &LinkSpec, field: &str) -> Result<LinkConfig, SimError> {
         outages: spec
             .outages
             .iter()
-            .map(|o| Outage { start_ns: s_to_ns(o.start_s), duration_ns: s_to_ns(o.duration_s) })
+            .map(|o| Outage {
+                start_ns: s_to_ns(o.start_s),
+                duration_ns: s_to_ns(o.duration_s),
+            })
             .collect(),
         delay_spikes: spec
             .delay_spikes
@@ -126,17 +129,29 @@ impl World {
     pub fn new(sc: &Scenario) -> Result<World, SimError> {
         sc.validate().map_err(|e| SimError::Config(e.to_string()))?;
         let mut links: Vec<LinkSlot> = Vec::new();
-        let mut add = |name: String, spec: &LinkSpec, force: bool| -> Result<Option<u32>, SimError> {
-            if !force && is_ideal(spec) {
-                return Ok(None);
-            }
-            let cfg = link_config(spec, &name)?;
-            let link: Box<dyn Element<Packet>> = Box::new(Link::new(cfg, rng::stream(sc.seed, &name)));
-            links.push(LinkSlot { name, link, scheduled: None });
-            Ok(Some(links.len() as u32 - 1))
-        };
-        let mut duplex = |prefix: &str, d: &Duplex, force: bool| -> Result<(Option<u32>, Option<u32>), SimError> {
-            Ok((add(format!("{prefix}.fwd"), &d.fwd, force)?, add(format!("{prefix}.rev"), &d.rev, force)?))
+        let mut add =
+            |name: String, spec: &LinkSpec, force: bool| -> Result<Option<u32>, SimError> {
+                if !force && is_ideal(spec) {
+                    return Ok(None);
+                }
+                let cfg = link_config(spec, &name)?;
+                let link: Box<dyn Element<Packet>> =
+                    Box::new(Link::new(cfg, rng::stream(sc.seed, &name)));
+                links.push(LinkSlot {
+                    name,
+                    link,
+                    scheduled: None,
+                });
+                Ok(Some(links.len() as u32 - 1))
+            };
+        let mut duplex = |prefix: &str,
+                          d: &Duplex,
+                          force: bool|
+         -> Result<(Option<u32>, Option<u32>), SimError> {
+            Ok((
+                add(format!("{prefix}.fwd"), &d.fwd, force)?,
+                add(format!("{prefix}.rev"), &d.rev, force)?,
+            ))
         };
         let (b_fwd, b_rev) = duplex("bottleneck", &sc.bottleneck, true)?;
         let mut sender_links = Vec::new();
@@ -157,20 +172,36 @@ impl World {
         let mut flows = Vec::new();
         let mut q = EventQueue::default();
         for (i, f) in sc.flows.iter().enumerate() {
-            let si = sc.senders.iter().position(|h| h.name == f.sender).unwrap_or(0);
-            let ri = sc.receivers.iter().position(|h| h.name == f.receiver).unwrap_or(0);
+            let si = sc
+                .senders
+                .iter()
+                .position(|h| h.name == f.sender)
+                .unwrap_or(0);
+            let ri = sc
+                .receivers
+                .iter()
+                .position(|h| h.name == f.receiver)
+                .unwrap_or(0);
             let (s_fwd, s_rev) = sender_links[si];
             let (r_fwd, r_rev) = receiver_links[ri];
             let fwd_path: Vec<u32> = [s_fwd, b_fwd, r_fwd].into_iter().flatten().collect();
             let rev_path: Vec<u32> = [r_rev, b_rev, s_rev].into_iter().flatten().collect();
-            let size_bytes = if f.size_bytes == 0 { u64::MAX } else { f.size_bytes };
+            let size_bytes = if f.size_bytes == 0 {
+                u64::MAX
+            } else {
+                f.size_bytes
+            };
             let algo = cc::build(&f.cc, &f.cc_params)
                 .map_err(|e| SimError::Config(format!("flows[{i}].cc: {e}")))?;
             let sender = Sender::new(
                 SenderConfig {
                     mss_bytes: f.mss_bytes,
                     initial_cwnd_pkts: f.initial_cwnd_pkts,
-                    max_cwnd_pkts: if f.max_cwnd_pkts == 0 { u32::MAX } else { f.max_cwnd_pkts },
+                    max_cwnd_pkts: if f.max_cwnd_pkts == 0 {
+                        u32::MAX
+                    } else {
+                        f.max_cwnd_pkts
+                    },
                     sack: f.sack,
                     timestamps: f.timestamps,
                     frto: f.frto,
@@ -188,7 +219,11 @@ impl World {
                 sack: f.sack,
                 timestamps: f.timestamps,
                 delayed_ack: f.delayed_ack,
-                rwnd_bytes: if f.rwnd_bytes == 0 { UNLIMITED_RWND_BYTES } else { f.rwnd_bytes },
+                rwnd_bytes: if f.rwnd_bytes == 0 {
+                    UNLIMITED_RWND_BYTES
+                } else {
+                    f.rwnd_bytes
+                },
                 size_bytes,
                 hz,
             });
@@ -226,7 +261,10 @@ impl World {
 
     /// Run to the end; `progress` gets the fraction of simulated time done now and then and
     /// returns false to cancel the run (then the result is `SimError::Cancelled`).
-    pub fn run(mut self, mut progress: Option<&mut dyn FnMut(f64) -> bool>) -> Result<RunOutput, SimError> {
+    pub fn run(
+        mut self,
+        mut progress: Option<&mut dyn FnMut(f64) -> bool>,
+    ) -> Result<RunOutput, SimError> {
         let end = self.duration_ns;
         while let Some((t, ev)) = self.q.pop_until(end) {
             match ev {
@@ -346,28 +384,61 @@ impl World {
                     DropReason::Loss => "random",
                     DropReason::QueueFull => "queue_full",
                 };
-                let detail = format!("link={} reason={} seq={}", self.links[l as usize].name, reason, seq);
+                let detail = format!(
+                    "link={} reason={} seq={}",
+                    self.links[l as usize].name, reason, seq
+                );
                 self.events.push(t, d.pkt.flow as i32, kind, detail);
             }
         }
     }
 
     fn send_data(&mut self, t: u64, f: u32, buf: &mut Vec<DataSeg>) {
-        let ts = if self.flows[f as usize].timestamps { TS_OPTION_BYTES } else { 0 };
+        let ts = if self.flows[f as usize].timestamps {
+            TS_OPTION_BYTES
+        } else {
+            0
+        };
         let first = self.flows[f as usize].fwd_path[0];
         for d in buf.drain(..) {
             let wire = d.len + HEADER_BYTES + ts;
-            self.enqueue(t, first, Packet { flow: f, hop: 0, wire, seg: Segment::Data(d) });
+            self.enqueue(
+                t,
+                first,
+                Packet {
+                    flow: f,
+                    hop: 0,
+                    wire,
+                    seg: Segment::Data(d),
+                },
+            );
         }
     }
 
     fn send_acks(&mut self, t: u64, f: u32, buf: &mut Vec<AckSeg>) {
-        let ts = if self.flows[f as usize].timestamps { TS_OPTION_BYTES } else { 0 };
+        let ts = if self.flows[f as usize].timestamps {
+            TS_OPTION_BYTES
+        } else {
+            0
+        };
         let first = self.flows[f as usize].rev_path[0];
         for a in buf.drain(..) {
-            let sack = if a.n_sack > 0 { SACK_BASE_BYTES + SACK_BLOCK_BYTES * a.n_sack as u32 } else { 0 };
+            let sack = if a.n_sack > 0 {
+                SACK_BASE_BYTES + SACK_BLOCK_BYTES * a.n_sack as u32
+            } else {
+                0
+            };
             let wire = HEADER_BYTES + ts + sack;
-            self.enqueue(t, first, Packet { flow: f, hop: 0, wire, seg: Segment::Ack(a) });
+            self.enqueue(
+                t,
+                first,
+                Packet {
+                    flow: f,
+                    hop: 0,
+                    wire,
+                    seg: Segment::Ack(a),
+                },
+            );
         }
     }
 
@@ -445,10 +516,15 @@ impl World {
         tr.cwnd_pkts.push(tp.snd_cwnd);
         tr.ssthresh_pkts.push(tp.snd_ssthresh);
         tr.inflight_pkts.push(tp.packets_in_flight());
-        tr.srtt_ms.push(nan_if_none(has_rtt, (tp.srtt_us >> 3) as f64 / 1000.0));
+        tr.srtt_ms
+            .push(nan_if_none(has_rtt, (tp.srtt_us >> 3) as f64 / 1000.0));
         // TCP_INFO's tcpi_rttvar is mdev_us >> 2.
-        tr.rttvar_ms.push(nan_if_none(has_rtt, (tp.mdev_us >> 2) as f64 / 1000.0));
-        tr.min_rtt_ms.push(nan_if_none(tp.min_rtt_us != u32::MAX, tp.min_rtt_us as f64 / 1000.0));
+        tr.rttvar_ms
+            .push(nan_if_none(has_rtt, (tp.mdev_us >> 2) as f64 / 1000.0));
+        tr.min_rtt_ms.push(nan_if_none(
+            tp.min_rtt_us != u32::MAX,
+            tp.min_rtt_us as f64 / 1000.0,
+        ));
         tr.rto_ms.push(tp.icsk_rto_us as f64 / 1000.0);
         tr.delivered_bytes.push(tp.snd_una.min(s.cfg.size_bytes));
         tr.retrans_pkts.push(s.stats.retrans_pkts);
@@ -471,7 +547,11 @@ impl World {
                 let delivered = fl.receiver.delivered_bytes;
                 crate::FlowStats {
                     flow: fl.name.clone(),
-                    goodput_bps: if secs > 0.0 { delivered as f64 * 8.0 / secs } else { 0.0 },
+                    goodput_bps: if secs > 0.0 {
+                        delivered as f64 * 8.0 / secs
+                    } else {
+                        0.0
+                    },
                     delivered_bytes: delivered,
                     retrans_pkts: fl.sender.stats.retrans_pkts,
                     rto_count: fl.sender.stats.rto_count,

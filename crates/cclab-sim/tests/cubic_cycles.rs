@@ -21,7 +21,11 @@ fn steady_cycles(cc: &str, fast_convergence: bool) -> (cclab_sim::RunOutput, Vec
     v["flows"][0]["cc_params"] = json!({"fast_convergence": fast_convergence});
     let out = run_json(&v);
     let cyc = cycles(&out);
-    assert!(cyc.len() >= 8, "expected several loss cycles, got {}", cyc.len());
+    assert!(
+        cyc.len() >= 8,
+        "expected several loss cycles, got {}",
+        cyc.len()
+    );
     // Skip the slow-start overshoot and the first cycles while the peaks settle.
     let steady = cyc[3..cyc.len() - 1].to_vec();
     (out, steady)
@@ -31,7 +35,10 @@ fn check(cc: &str, beta: f64, c: f64) {
     let (out, steady) = steady_cycles(cc, false);
     for cy in &steady {
         let ratio = cy.w_min / cy.wmax;
-        assert!((ratio - beta).abs() < 0.01, "{cc}: reduction ratio {ratio:.4}, beta {beta} ({cy:?})");
+        assert!(
+            (ratio - beta).abs() < 0.01,
+            "{cc}: reduction ratio {ratio:.4}, beta {beta} ({cy:?})"
+        );
         let (c_fit, t_inflect, w0) = fit_cubic(&out, cy).expect("a fit");
         let k_model = (cy.wmax * (1.0 - beta) / c).cbrt();
         let k_meas = t_inflect - cy.t_reduce_s;
@@ -39,10 +46,21 @@ fn check(cc: &str, beta: f64, c: f64) {
             "{cc}: Wmax {:.0} W' {:.0} | fit C {c_fit:.4} W0 {w0:.1} | K model {k_model:.3} s measured {k_meas:.3} s",
             cy.wmax, cy.w_min
         );
-        assert!((c_fit - c).abs() / c < 0.05, "{cc}: fitted C {c_fit:.4} vs {c}");
-        assert!((w0 - cy.wmax).abs() / cy.wmax < 0.02, "{cc}: plateau {w0:.1} vs Wmax {}", cy.wmax);
+        assert!(
+            (c_fit - c).abs() / c < 0.05,
+            "{cc}: fitted C {c_fit:.4} vs {c}"
+        );
+        assert!(
+            (w0 - cy.wmax).abs() / cy.wmax < 0.02,
+            "{cc}: plateau {w0:.1} vs Wmax {}",
+            cy.wmax
+        );
         let err = (k_meas - k_model).abs() / k_model;
-        assert!(err < 0.05, "{cc}: K measured {k_meas:.3} s vs {k_model:.3} s ({:.1} % off)", err * 100.0);
+        assert!(
+            err < 0.05,
+            "{cc}: K measured {k_meas:.3} s vs {k_model:.3} s ({:.1} % off)",
+            err * 100.0
+        );
     }
 }
 
@@ -67,7 +85,11 @@ fn fast_convergence_lowers_the_plateau() {
         assert!((cy.w_min / cy.wmax - beta).abs() < 0.01);
         let (_, _, w0) = fit_cubic(&out, cy).expect("a fit");
         let fc = (1.0 + beta) / 2.0 * cy.wmax;
-        assert!(w0 > fc * 0.97 && w0 < cy.wmax * 1.03, "plateau {w0:.1} outside [{fc:.1}, {}]", cy.wmax);
+        assert!(
+            w0 > fc * 0.97 && w0 < cy.wmax * 1.03,
+            "plateau {w0:.1} outside [{fc:.1}, {}]",
+            cy.wmax
+        );
         if (w0 - fc).abs() < 0.03 * cy.wmax {
             lowered += 1;
         }

@@ -25,8 +25,9 @@ fn shares(cc: &str, duration_s: f64) -> Vec<f64> {
     let t_from = duration_s / 2.0;
     (0..2)
         .map(|flow| {
-            let rows: Vec<usize> =
-                (0..f.len()).filter(|&i| f.flow[i] == flow && f.t_s[i] >= t_from).collect();
+            let rows: Vec<usize> = (0..f.len())
+                .filter(|&i| f.flow[i] == flow && f.t_s[i] >= t_from)
+                .collect();
             let (a, b) = (rows[0], rows[rows.len() - 1]);
             (f.delivered_bytes[b] - f.delivered_bytes[a]) as f64 * 8.0 / (f.t_s[b] - f.t_s[a])
         })
@@ -38,15 +39,28 @@ fn shares(cc: &str, duration_s: f64) -> Vec<f64> {
 /// starter takes the standing queue for base RTT); Hybla, 0.82 (rho comes from the smallest
 /// srtt seen, so a flow starting into a queue gets a larger rho, as in the kernel); Scalable,
 /// 0.93 here but MIMD gives no convergence guarantee; TCP-LP, 0.98, but it is built to yield.
-pub const FAIR: &[&str] =
-    &["reno", "cubic", "bic", "highspeed", "htcp", "veno", "westwood", "illinois", "yeah"];
+pub const FAIR: &[&str] = &[
+    "reno",
+    "cubic",
+    "bic",
+    "highspeed",
+    "htcp",
+    "veno",
+    "westwood",
+    "illinois",
+    "yeah",
+];
 
 #[test]
 fn same_algorithm_flows_share_fairly() {
     for cc in FAIR {
         let x = shares(cc, 200.0);
         let j = jain(&x);
-        eprintln!("{cc}: {:.2} / {:.2} Mbps, Jain {j:.3}", x[0] / 1e6, x[1] / 1e6);
+        eprintln!(
+            "{cc}: {:.2} / {:.2} Mbps, Jain {j:.3}",
+            x[0] / 1e6,
+            x[1] / 1e6
+        );
         assert!(j > 0.9, "{cc}: Jain index {j:.3} ({x:?})");
         assert!(x.iter().sum::<f64>() > 0.8 * 20e6, "{cc}: the link is used");
     }

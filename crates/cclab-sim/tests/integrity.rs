@@ -16,7 +16,12 @@ fn same_seed_same_trace_bit_for_bit() {
     let a = run_json(&lossy(7));
     let b = run_json(&lossy(7));
     assert_eq!(a.flows.t_s.len(), b.flows.t_s.len());
-    assert!(a.flows.t_s.iter().zip(&b.flows.t_s).all(|(x, y)| x.to_bits() == y.to_bits()));
+    assert!(a
+        .flows
+        .t_s
+        .iter()
+        .zip(&b.flows.t_s)
+        .all(|(x, y)| x.to_bits() == y.to_bits()));
     assert_eq!(a.flows.cwnd_pkts, b.flows.cwnd_pkts);
     assert_eq!(a.flows.delivered_bytes, b.flows.delivered_bytes);
     assert_eq!(a.events.detail, b.events.detail);
@@ -52,7 +57,10 @@ fn every_byte_once_in_order_through_loss_and_outage() {
         let out = run_json(&v);
         let st = &out.flow_stats[0];
         assert_eq!(st.delivered_bytes, size, "sack={sack} ts={ts}: {st:?}");
-        assert!(st.completion_s.is_some(), "sack={sack} ts={ts}: transfer did not finish");
+        assert!(
+            st.completion_s.is_some(),
+            "sack={sack} ts={ts}: transfer did not finish"
+        );
         assert!(st.retrans_pkts > 0);
         // delivered_bytes in the trace never decreases
         assert!(out.flows.delivered_bytes.windows(2).all(|w| w[0] <= w[1]));

@@ -48,7 +48,10 @@ fn rto_backs_off_exponentially_during_an_outage() {
         assert!((r - 2.0).abs() < 0.1, "backoff ratio {r:.3} in {gaps:?}");
     }
     let st = &out.flow_stats[0];
-    assert!(st.delivered_bytes > 10_000_000, "flow resumes after the outage: {st:?}");
+    assert!(
+        st.delivered_bytes > 10_000_000,
+        "flow resumes after the outage: {st:?}"
+    );
 }
 
 /// A delay spike longer than the RTO, with no loss, makes a spurious timeout. With timestamps,
@@ -73,12 +76,18 @@ fn spurious_timeouts_are_detected_by_eifel_or_frto() {
     let eifel = make(true, true, true);
     let st = &eifel.flow_stats[0];
     assert!(st.rto_count >= 1, "the spike must cause a timeout: {st:?}");
-    assert!(st.spurious_rto_count >= 1, "timestamps must flag it spurious: {st:?}");
+    assert!(
+        st.spurious_rto_count >= 1,
+        "timestamps must flag it spurious: {st:?}"
+    );
     assert!(!event_times(&eifel, "eifel_undo").is_empty());
 
     let frto = make(true, false, false);
     let st = &frto.flow_stats[0];
-    assert!(st.rto_count >= 1 && st.spurious_rto_count >= 1, "F-RTO must flag it: {st:?}");
+    assert!(
+        st.rto_count >= 1 && st.spurious_rto_count >= 1,
+        "F-RTO must flag it: {st:?}"
+    );
     assert!(!event_times(&frto, "frto_undo").is_empty());
 
     let plain = make(false, false, false);
@@ -118,5 +127,8 @@ fn tail_loss_probes_replace_most_timeouts() {
     assert_eq!((done_on, done_off), (500, 500));
     assert_eq!(probes_off, 0);
     assert!(probes_on > 0);
-    assert!(rto_on * 2 < rto_off, "TLP should at least halve the timeouts: {rto_on} vs {rto_off}");
+    assert!(
+        rto_on * 2 < rto_off,
+        "TLP should at least halve the timeouts: {rto_on} vs {rto_off}"
+    );
 }

@@ -19,8 +19,17 @@ fn check(p: f64, duration_s: f64) {
     let got = out.flow_stats[0].goodput_bps;
     let want = mathis_bps(1448.0, 0.1, p, 1.31);
     let err = (got - want).abs() / want;
-    eprintln!("p={p}: goodput {:.3} Mbps, Mathis {:.3} Mbps, error {:.1} %", got / 1e6, want / 1e6, err * 100.0);
-    assert!(err < 0.15, "p={p}: goodput {got:.0} bps vs Mathis {want:.0} bps ({:.1} % off)", err * 100.0);
+    eprintln!(
+        "p={p}: goodput {:.3} Mbps, Mathis {:.3} Mbps, error {:.1} %",
+        got / 1e6,
+        want / 1e6,
+        err * 100.0
+    );
+    assert!(
+        err < 0.15,
+        "p={p}: goodput {got:.0} bps vs Mathis {want:.0} bps ({:.1} % off)",
+        err * 100.0
+    );
 }
 
 #[test]

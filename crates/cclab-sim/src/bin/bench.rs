@@ -51,9 +51,18 @@ fn best_wall(json: &str) -> Result<(f64, u64), cclab_sim::SimError> {
 }
 
 fn all_cc(json: &str) {
-    let names: Vec<&str> = cclab_sim::cc::algorithms().iter().filter(|a| a.base == a.name).map(|a| a.name).collect();
-    let reno = best_wall(&with_cc(json, "reno")).map(|r| r.0).unwrap_or(f64::NAN);
-    println!("{:<12} {:>8} {:>10} {:>9}", "cc", "wall_s", "events", "vs_reno");
+    let names: Vec<&str> = cclab_sim::cc::algorithms()
+        .iter()
+        .filter(|a| a.base == a.name)
+        .map(|a| a.name)
+        .collect();
+    let reno = best_wall(&with_cc(json, "reno"))
+        .map(|r| r.0)
+        .unwrap_or(f64::NAN);
+    println!(
+        "{:<12} {:>8} {:>10} {:>9}",
+        "cc", "wall_s", "events", "vs_reno"
+    );
     for name in names {
         match best_wall(&with_cc(json, name)) {
             Ok((w, ev)) => println!("{name:<12} {w:>8.3} {ev:>10} {:>8.2}x", w / reno),

@@ -7,22 +7,22 @@
 //! the kernel calls them. Hooks get the shared sender state as `&mut TcpSock` (Linux's `tp`) and
 //! keep their private state in `self` (Linux's `inet_csk_ca(sk)`).
 
-mod registry;
-pub mod params;
-pub mod reno;
 pub mod cubic;
+pub mod params;
+mod registry;
+pub mod reno;
 // Issue 3 algorithms (one file each; each exposes `info()` and `build()`).
 pub mod bic;
 pub mod highspeed;
 pub mod htcp;
+pub mod hybla;
+pub mod illinois;
+pub mod lp;
 pub mod scalable;
 pub mod vegas;
 pub mod veno;
 pub mod westwood;
-pub mod illinois;
-pub mod hybla;
 pub mod yeah;
-pub mod lp;
 
 pub use registry::{algorithms, build, AlgorithmInfo, CcError, ParamInfo, ParamValue, Params};
 

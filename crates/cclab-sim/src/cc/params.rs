@@ -30,7 +30,9 @@ impl<'a> ParamReader<'a> {
     pub fn bool(&self, param: &str, default: bool) -> Result<bool, CcError> {
         match self.params.get(param) {
             None => Ok(default),
-            Some(v) => v.as_bool().ok_or_else(|| self.bad(param, v, "true/false or 0/1")),
+            Some(v) => v
+                .as_bool()
+                .ok_or_else(|| self.bad(param, v, "true/false or 0/1")),
         }
     }
 
@@ -81,6 +83,9 @@ mod tests {
         assert_eq!(r.float("b", 0.0, |x| x > 0.0, "> 0").unwrap(), 2.5);
         assert_eq!(r.int("missing", 7, 0, 10).unwrap(), 7);
         let e = r.int("c", 0, 0, 10).unwrap_err();
-        assert_eq!(e.to_string(), "cc_params.c = 99 is out of range for algo: accepted an integer 0..10");
+        assert_eq!(
+            e.to_string(),
+            "cc_params.c = 99 is out of range for algo: accepted an integer 0..10"
+        );
     }
 }

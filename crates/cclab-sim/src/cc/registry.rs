@@ -446,10 +446,16 @@ mod tests {
     fn unknown_algorithm() {
         let e = err("bbr9", &[]);
         let known: Vec<String> = algorithms().iter().map(|a| a.name.to_string()).collect();
-        assert_eq!(e, CcError::UnknownAlgorithm { name: "bbr9".into(), known });
-        assert!(e
-            .to_string()
-            .starts_with("unknown congestion control \"bbr9\": known are reno, cubic, cubic-ios, "));
+        assert_eq!(
+            e,
+            CcError::UnknownAlgorithm {
+                name: "bbr9".into(),
+                known
+            }
+        );
+        assert!(e.to_string().starts_with(
+            "unknown congestion control \"bbr9\": known are reno, cubic, cubic-ios, "
+        ));
     }
 
     #[test]

@@ -272,7 +272,10 @@ impl Receiver {
         for i in 0..self.sacks.len() {
             let b = self.sacks[i];
             if seq <= b.end && b.start <= end {
-                let nb = SeqRange { start: b.start.min(seq), end: b.end.max(end) };
+                let nb = SeqRange {
+                    start: b.start.min(seq),
+                    end: b.end.max(end),
+                };
                 self.sacks.remove(i);
                 self.sacks.insert(0, nb);
                 // tcp_sack_maybe_coalesce
@@ -383,8 +386,16 @@ impl Receiver {
             rwnd_bytes: self.cfg.rwnd_bytes,
             sack: [SeqRange::default(); 4],
             n_sack: 0,
-            tsval: if self.cfg.timestamps { self.ts_now() } else { 0 },
-            tsecr: if self.cfg.timestamps { self.ts_recent } else { 0 },
+            tsval: if self.cfg.timestamps {
+                self.ts_now()
+            } else {
+                0
+            },
+            tsecr: if self.cfg.timestamps {
+                self.ts_recent
+            } else {
+                0
+            },
         };
         if self.cfg.sack {
             let max_blocks = if self.cfg.timestamps { 3 } else { 4 };
@@ -439,7 +450,13 @@ mod tests {
     }
 
     fn seg(i: u64) -> DataSeg {
-        DataSeg { seq: i * 1000, len: 1000, tsval: 1, tsecr: 0, retrans: false }
+        DataSeg {
+            seq: i * 1000,
+            len: 1000,
+            tsval: 1,
+            tsecr: 0,
+            retrans: false,
+        }
     }
 
     #[test]
@@ -484,12 +501,29 @@ mod tests {
         r.on_data(0, &seg(3), &mut out);
         let last = out.last().unwrap();
         assert_eq!(last.ack, 1000);
-        assert_eq!(last.sacks(), &[SeqRange { start: 2000, end: 4000 }]);
+        assert_eq!(
+            last.sacks(),
+            &[SeqRange {
+                start: 2000,
+                end: 4000
+            }]
+        );
         r.on_data(0, &seg(1), &mut out);
-        assert_eq!(out.last().unwrap().ack, 4000, "filling the hole ACKs at once");
+        assert_eq!(
+            out.last().unwrap().ack,
+            4000,
+            "filling the hole ACKs at once"
+        );
         r.on_data(0, &seg(1), &mut out);
         let d = out.last().unwrap();
-        assert_eq!(d.sacks()[0], SeqRange { start: 1000, end: 2000 }, "D-SACK first");
+        assert_eq!(
+            d.sacks()[0],
+            SeqRange {
+                start: 1000,
+                end: 2000
+            },
+            "D-SACK first"
+        );
         assert_eq!(r.delivered_bytes, 4000);
     }
 }

@@ -64,7 +64,9 @@ impl Sender {
                 continue;
             }
             let start = b.start.max(self.tp.snd_una);
-            let Some(mut i) = self.rtx.index_of(start) else { continue };
+            let Some(mut i) = self.rtx.index_of(start) else {
+                continue;
+            };
             while i < self.rtx.len() {
                 let skb = *self.rtx.get(i);
                 if skb.seq >= b.end {
@@ -192,7 +194,12 @@ impl Sender {
             if skb.sacked & LOST != 0 && skb.sacked & SACKED_RETRANS == 0 {
                 continue;
             }
-            if !sent_after(self.rack.mstamp_us, skb.xmit_us, self.rack.end_seq, skb.end_seq) {
+            if !sent_after(
+                self.rack.mstamp_us,
+                skb.xmit_us,
+                self.rack.end_seq,
+                skb.end_seq,
+            ) {
                 continue;
             }
             let remaining = self.rack.rtt_us as i64 + reo_wnd - (now - skb.xmit_us as i64);
@@ -504,7 +511,8 @@ impl Sender {
                 - 1;
             sndcnt = (dividend / self.tp.prior_cwnd as u64) as i64 - self.prr_out as i64;
         } else {
-            sndcnt = (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64);
+            sndcnt =
+                (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64);
             if f & flag::SND_UNA_ADVANCED != 0 && newly_lost == 0 {
                 sndcnt += 1;
             }
@@ -604,7 +612,10 @@ impl Sender {
                 self.stats.spurious_rto_count += 1;
                 self.event(SenderEvent::SpuriousRto, String::new());
             }
-            self.event(SenderEvent::EifelUndo, format!("state={:?}", self.tp.ca_state));
+            self.event(
+                SenderEvent::EifelUndo,
+                format!("state={:?}", self.tp.ca_state),
+            );
             self.undo_cwnd_reduction(false);
         } else if self.rack.reo_wnd_persist > 0 {
             self.rack.reo_wnd_persist -= 1;
@@ -741,7 +752,11 @@ impl Sender {
     fn try_undo_loss(&mut self, frto_undo: bool) -> bool {
         if frto_undo || self.may_undo() {
             self.stats.spurious_rto_count += 1;
-            let kind = if frto_undo { SenderEvent::FrtoUndo } else { SenderEvent::EifelUndo };
+            let kind = if frto_undo {
+                SenderEvent::FrtoUndo
+            } else {
+                SenderEvent::EifelUndo
+            };
             self.event(kind, String::new());
             self.event(SenderEvent::SpuriousRto, String::new());
             self.undo_cwnd_reduction(true);

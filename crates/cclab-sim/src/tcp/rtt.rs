@@ -21,8 +21,8 @@ impl Sender {
             if m < 0 {
                 m = -m; // m is now abs(error)
                 m -= (tp.mdev_us >> 2) as i64; // similar update on mdev
-                // Linux: "This is similar to one of Eifel findings. Eifel blocks mdev
-                // updates when rtt decreases."
+                                               // Linux: "This is similar to one of Eifel findings. Eifel blocks mdev
+                                               // updates when rtt decreases."
                 if m > 0 {
                     m >>= 3;
                 }
@@ -57,14 +57,20 @@ impl Sender {
     /// `tcp_set_rto` + `tcp_bound_rto`: RTO = srtt + rttvar, in whole jiffies, at most rto_max.
     pub(crate) fn set_rto(&mut self) {
         let us = (self.tp.srtt_us >> 3) as u64 + self.tp.rttvar_us as u64;
-        let rto = self.jiffies_to_us(self.us_to_jiffies(us)).min(self.cfg.rto_max_us);
+        let rto = self
+            .jiffies_to_us(self.us_to_jiffies(us))
+            .min(self.cfg.rto_max_us);
         self.tp.icsk_rto_us = rto as u32;
     }
 
     /// `tcp_update_rtt_min`: windowed min of RTT samples (0 counts as one jiffy).
     pub(crate) fn update_rtt_min(&mut self, rtt_us: i64) {
         let wlen = MIN_RTT_WLEN_S * self.tp.hz;
-        let v = if rtt_us > 0 { rtt_us as u32 } else { self.jiffies_to_us(1) as u32 };
+        let v = if rtt_us > 0 {
+            rtt_us as u32
+        } else {
+            self.jiffies_to_us(1) as u32
+        };
         let now = self.tp.jiffies();
         self.tp.min_rtt_us = self.rtt_min.running_min(wlen, now, v);
     }

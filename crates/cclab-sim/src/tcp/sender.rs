@@ -9,10 +9,10 @@
 //! the initial window), path MTU discovery.
 
 use crate::cc::{ack_flags, AckSample, CaEvent, CaState, CongestionControl, RateSample};
+use crate::tcp::minmax::MinMax;
 use crate::tcp::segment::{AckSeg, DataSeg};
 use crate::tcp::skb::{RtxQueue, Skb, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS};
 use crate::tcp::sock::TcpSock;
-use crate::tcp::minmax::MinMax;
 
 /// `FLAG_*` bits of `tcp_ack` (net/ipv4/tcp_input.c).
 pub mod flag {
@@ -190,7 +190,12 @@ pub struct Sender {
 impl Sender {
     /// A sender in the established state with cwnd = initial window (`tcp_init_sock`).
     pub fn new(cfg: SenderConfig, mut cc: Box<dyn CongestionControl>) -> Self {
-        let mut tp = TcpSock::new(cfg.mss_bytes, cfg.initial_cwnd_pkts, cfg.max_cwnd_pkts, cfg.hz);
+        let mut tp = TcpSock::new(
+            cfg.mss_bytes,
+            cfg.initial_cwnd_pkts,
+            cfg.max_cwnd_pkts,
+            cfg.hz,
+        );
         tp.icsk_rto_us = cfg.rto_initial_us.min(u32::MAX as u64) as u32;
         cc.init(&mut tp);
         Sender {
@@ -213,7 +218,10 @@ impl Sender {
             tlp_retrans: false,
             reordering: 3,
             reord_seen: 0,
-            rack: Rack { reo_wnd_steps: 1, ..Rack::default() },
+            rack: Rack {
+                reo_wnd_steps: 1,
+                ..Rack::default()
+            },
             cwnd_usage_seq: 0,
             highest_sack_end: 0,
             ts_recent: 0,
@@ -276,7 +284,11 @@ impl Sender {
 
     /// `tcp_any_retrans_done`.
     pub(crate) fn any_retrans_done(&self) -> bool {
-        self.tp.retrans_out > 0 || self.rtx.head().is_some_and(|h| h.sacked & EVER_RETRANS != 0)
+        self.tp.retrans_out > 0
+            || self
+                .rtx
+                .head()
+                .is_some_and(|h| h.sacked & EVER_RETRANS != 0)
     }
 
     /// `inet_csk_reset_xmit_timer(sk, what, when)`: arm on a jiffy boundary.
@@ -296,7 +308,10 @@ impl Sender {
             return;
         }
         let mut rto = self.tp.icsk_rto_us as u64;
-        if matches!(self.xmit_timer, Some((XmitTimer::ReoTimeout | XmitTimer::LossProbe, _))) {
+        if matches!(
+            self.xmit_timer,
+            Some((XmitTimer::ReoTimeout | XmitTimer::LossProbe, _))
+        ) {
             // Offset the time elapsed after installing regular RTO.
             rto = self.rto_delta_us().max(1) as u64;
         }
@@ -305,7 +320,11 @@ impl Sender {
 
     /// `tcp_rto_delta_us`: how far in the future the RTO measured from the head's send time is.
     pub(crate) fn rto_delta_us(&self) -> i64 {
-        let head = self.rtx.head().map(|h| h.xmit_us).unwrap_or(self.tp.tcp_mstamp_us);
+        let head = self
+            .rtx
+            .head()
+            .map(|h| h.xmit_us)
+            .unwrap_or(self.tp.tcp_mstamp_us);
         head as i64 + self.tp.icsk_rto_us as i64 - self.tp.tcp_mstamp_us as i64
     }
 
@@ -328,7 +347,11 @@ impl Sender {
             self.delivered_mstamp_us = self.tp.tcp_mstamp_us;
         }
         let now_us = self.tp.tcp_mstamp_us;
-        let tsval = if self.cfg.timestamps { self.ts_now() } else { 0 };
+        let tsval = if self.cfg.timestamps {
+            self.ts_now()
+        } else {
+            0
+        };
         let (delivered, dmst, ftx, app) = (
             self.tp.delivered,
             self.delivered_mstamp_us,
@@ -346,7 +369,11 @@ impl Sender {
             seq: skb.seq,
             len: (skb.end_seq - skb.seq) as u32,
             tsval,
-            tsecr: if self.cfg.timestamps { self.ts_recent } else { 0 },
+            tsecr: if self.cfg.timestamps {
+                self.ts_recent
+            } else {
+                0
+            },
             retrans,
         });
         self.stats.sent_pkts += 1;
@@ -552,8 +579,9 @@ impl Sender {
                 self.process_tlp_ack(ack, flag);
             }
             if self.ack_is_dubious(flag) {
-                let num_dupack =
-                    (flag & (flag::SND_UNA_ADVANCED | flag::NOT_DUP | flag::DSACKING_ACK) == 0) as u32;
+                let num_dupack = (flag
+                    & (flag::SND_UNA_ADVANCED | flag::NOT_DUP | flag::DSACKING_ACK)
+                    == 0) as u32;
                 self.fastretrans_alert(prior_snd_una, num_dupack, &mut flag, &mut rexmit);
             }
             // tcp_set_xmit_timer: a loss probe if one may be scheduled, else the RTO.
@@ -688,7 +716,11 @@ impl Sender {
         let in_flight = self.tp.packets_in_flight();
         self.cc.pkts_acked(
             &mut self.tp,
-            &AckSample { pkts_acked, rtt_us: ca_rtt_us, in_flight },
+            &AckSample {
+                pkts_acked,
+                rtt_us: ca_rtt_us,
+                in_flight,
+            },
         );
         let _ = prior_snd_una;
         ca_rtt_us
@@ -697,12 +729,16 @@ impl Sender {
     /// `tcp_skb_spurious_retrans`: the ACK echoes a timestamp older than the retransmission.
     pub(crate) fn skb_spurious_retrans(&self, skb: &Skb) -> bool {
         skb.sacked & EVER_RETRANS != 0
-            && self.rcv_tsecr.is_some_and(|ecr| (ecr.wrapping_sub(skb.tsval) as i32) < 0)
+            && self
+                .rcv_tsecr
+                .is_some_and(|ecr| (ecr.wrapping_sub(skb.tsval) as i32) < 0)
     }
 
     /// RTO fired or the RACK reordering timer fired (`tcp_write_timer_handler`).
     pub fn on_timer(&mut self, now_ns: u64, out: &mut Vec<DataSeg>) {
-        let Some((what, deadline)) = self.xmit_timer else { return };
+        let Some((what, deadline)) = self.xmit_timer else {
+            return;
+        };
         if now_ns < deadline {
             return;
         }

@@ -58,7 +58,10 @@ pub struct RtxQueue {
 impl RtxQueue {
     /// An empty queue for segments of `mss` bytes.
     pub fn new(mss: u32) -> Self {
-        RtxQueue { q: VecDeque::new(), mss: mss as u64 }
+        RtxQueue {
+            q: VecDeque::new(),
+            mss: mss as u64,
+        }
     }
     /// Number of segments.
     pub fn len(&self) -> usize {

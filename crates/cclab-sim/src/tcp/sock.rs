@@ -145,7 +145,10 @@ impl TcpSock {
 
     /// `tcp_packets_in_flight`: packets_out - (sacked_out + lost_out) + retrans_out.
     pub fn packets_in_flight(&self) -> u32 {
-        (self.packets_out.saturating_sub(self.sacked_out + self.lost_out)) + self.retrans_out
+        (self
+            .packets_out
+            .saturating_sub(self.sacked_out + self.lost_out))
+            + self.retrans_out
     }
 
     /// `tcp_is_cwnd_limited` (include/net/tcp.h).
@@ -165,7 +168,8 @@ impl TcpSock {
         if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
             self.snd_ssthresh
         } else {
-            self.snd_ssthresh.max((self.snd_cwnd >> 1) + (self.snd_cwnd >> 2))
+            self.snd_ssthresh
+                .max((self.snd_cwnd >> 1) + (self.snd_cwnd >> 2))
         }
     }
 

@@ -26,13 +26,21 @@ impl Sender {
         }
         let mut timeout_us = if self.tp.srtt_us != 0 {
             let mut t = (self.tp.srtt_us >> 2) as u64;
-            t += if self.tp.packets_out == 1 { self.cfg.rto_min_us } else { TIMEOUT_MIN_US };
+            t += if self.tp.packets_out == 1 {
+                self.cfg.rto_min_us
+            } else {
+                TIMEOUT_MIN_US
+            };
             self.jiffies_to_us(self.us_to_jiffies(t))
         } else {
             TIMEOUT_INIT_US
         };
         // If the RTO formula yields an earlier time, then use that time.
-        let rto_delta_us = if advancing_rto { self.tp.icsk_rto_us as i64 } else { self.rto_delta_us() };
+        let rto_delta_us = if advancing_rto {
+            self.tp.icsk_rto_us as i64
+        } else {
+            self.rto_delta_us()
+        };
         if rto_delta_us > 0 {
             let rto = self.jiffies_to_us(self.us_to_jiffies(rto_delta_us as u64));
             timeout_us = timeout_us.min(rto);
@@ -75,7 +83,9 @@ impl Sender {
 
     /// `tcp_process_tlp_ack`: was the probed tail really lost?
     pub(crate) fn process_tlp_ack(&mut self, ack: u64, f: u32) {
-        let Some(high) = self.tlp_high_seq else { return };
+        let Some(high) = self.tlp_high_seq else {
+            return;
+        };
         if ack < high {
             return;
         }

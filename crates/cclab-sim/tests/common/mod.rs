@@ -5,8 +5,19 @@ use cclab_sim::{run, RunOutput, Scenario};
 use serde_json::{json, Value};
 
 /// A one-flow dumbbell: `rate_bps` (None = unlimited), RTT split evenly, drop-tail queue.
-pub fn dumbbell(cc: &str, rate_bps: Option<u64>, rtt_ms: f64, queue_pkts: u32, loss: f64, duration_s: f64) -> Value {
-    let loss_model = if loss > 0.0 { json!({"kind": "bernoulli", "p": loss}) } else { json!({"kind": "none"}) };
+pub fn dumbbell(
+    cc: &str,
+    rate_bps: Option<u64>,
+    rtt_ms: f64,
+    queue_pkts: u32,
+    loss: f64,
+    duration_s: f64,
+) -> Value {
+    let loss_model = if loss > 0.0 {
+        json!({"kind": "bernoulli", "p": loss})
+    } else {
+        json!({"kind": "none"})
+    };
     json!({
         "name": "test", "duration_s": duration_s, "seed": 1,
         "bottleneck": {
@@ -67,7 +78,12 @@ pub fn cycles(out: &RunOutput) -> Vec<Cycle> {
                 }
                 k += 1;
             }
-            res.push(Cycle { t_reduce_s: t_reduce, wmax, w_min, t_plateau_s: t_plateau });
+            res.push(Cycle {
+                t_reduce_s: t_reduce,
+                wmax,
+                w_min,
+                t_plateau_s: t_plateau,
+            });
             i = j;
         } else {
             i += 1;
@@ -109,7 +125,11 @@ pub fn fit_cubic(out: &RunOutput, cy: &Cycle) -> Option<(f64, f64, f64)> {
         }
         let c = sxy / sxx;
         let w0 = my - c * mx;
-        let sse = xs.iter().zip(&ws).map(|(x, y)| (y - (c * x + w0)).powi(2)).sum();
+        let sse = xs
+            .iter()
+            .zip(&ws)
+            .map(|(x, y)| (y - (c * x + w0)).powi(2))
+            .sum();
         Some((c, w0, sse))
     };
     // Coarse grid (50 ms), then a 1 ms grid around the best point.
