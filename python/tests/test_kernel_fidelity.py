@@ -6,6 +6,7 @@ before the buffer overflows decides hundreds of retransmissions.)"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -15,7 +16,17 @@ import cclab
 
 from .conftest import needs_core
 
-TRACES = Path(__file__).resolve().parents[3] / "shared" / "data" / "kernel-traces"
+def _traces_dir() -> Path:
+    """shared/ sits beside the project (CI clones it so); CCLAB_SHARED may point elsewhere."""
+    candidates = [Path(os.environ["CCLAB_SHARED"])] if "CCLAB_SHARED" in os.environ else []
+    candidates += [Path(__file__).resolve().parents[3] / "shared", Path("/work/shared")]
+    for c in candidates:
+        if (c / "data" / "kernel-traces").is_dir():
+            return c / "data" / "kernel-traces"
+    return candidates[0] / "data" / "kernel-traces"
+
+
+TRACES = _traces_dir()
 
 pytestmark = [
     needs_core,
