@@ -34,7 +34,7 @@ pub const DEFAULT_BETA: u32 = 4;
 /// Linux's default `gamma`: limit on increase (slow-start exit threshold).
 pub const DEFAULT_GAMMA: u32 = 1;
 /// "No sample yet" value of `minRTT` and `baseRTT` (`0x7fffffff`).
-const RTT_NONE: u32 = 0x7fff_ffff;
+pub(crate) const RTT_NONE: u32 = 0x7fff_ffff;
 
 /// Vegas' tunables: the kernel's module parameters, same names and defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,20 +57,74 @@ impl Default for VegasParams {
     }
 }
 
+/// Vegas' per-flow state (`struct vegas`, net/ipv4/tcp_vegas.h); YeAH reuses it, as the kernel's
+/// tcp_yeah.c calls the exported `tcp_vegas_*` functions.
+#[derive(Debug, Clone, Default)]
+pub struct VegasState {
+    /// Right edge during the last RTT, bytes (`beg_snd_nxt`).
+    pub beg_snd_nxt: u64,
+    /// Whether Vegas is on for this RTT (`doing_vegas_now`).
+    pub doing_vegas_now: bool,
+    /// Number of RTT samples within the last RTT (`cntRTT`, a `u16`).
+    pub cnt_rtt: u16,
+    /// Min of the RTTs measured within the last RTT, usecs + 1 (`minRTT`).
+    pub min_rtt: u32,
+    /// Min of all RTT measurements seen, usecs + 1 (`baseRTT`).
+    pub base_rtt: u32,
+}
+
+impl VegasState {
+    /// net/ipv4/tcp_vegas.c: vegas_enable(): sample from the next send window on.
+    pub(crate) fn enable(&mut self, tp: &TcpSock) {
+        self.doing_vegas_now = true;
+        self.beg_snd_nxt = tp.snd_nxt;
+        self.cnt_rtt = 0;
+        self.min_rtt = RTT_NONE;
+    }
+
+    /// net/ipv4/tcp_vegas.c: tcp_vegas_init().
+    pub(crate) fn init(&mut self, tp: &TcpSock) {
+        self.base_rtt = RTT_NONE;
+        self.enable(tp);
+    }
+
+    /// net/ipv4/tcp_vegas.c: tcp_vegas_pkts_acked(): min-filter RTT samples (+1 so never 0)
+    /// within the round and forever.
+    pub(crate) fn pkts_acked(&mut self, sample: &AckSample) {
+        if sample.rtt_us < 0 {
+            return;
+        }
+        let vrtt = (sample.rtt_us as i32 as u32).wrapping_add(1);
+        if vrtt < self.base_rtt {
+            self.base_rtt = vrtt;
+        }
+        self.min_rtt = self.min_rtt.min(vrtt);
+        self.cnt_rtt = self.cnt_rtt.wrapping_add(1);
+    }
+
+    /// net/ipv4/tcp_vegas.c: tcp_vegas_state(): on in Open, off elsewhere.
+    pub(crate) fn state(&mut self, tp: &TcpSock, ca_state: CaState) {
+        if ca_state == CaState::Open {
+            self.enable(tp);
+        } else {
+            self.doing_vegas_now = false;
+        }
+    }
+
+    /// net/ipv4/tcp_vegas.c: tcp_vegas_cwnd_event(): restart from a clean slate after idle.
+    pub(crate) fn cwnd_event(&mut self, tp: &TcpSock, event: CaEvent) {
+        if matches!(event, CaEvent::CwndRestart | CaEvent::TxStart) {
+            self.init(tp);
+        }
+    }
+}
+
 /// TCP Vegas: `struct vegas` (net/ipv4/tcp_vegas.h) plus the tunables.
 #[derive(Debug, Clone, Default)]
 pub struct Vegas {
     params: VegasParams,
-    /// Right edge during last RTT (`beg_snd_nxt`).
-    beg_snd_nxt: u64,
-    /// If true, do vegas for this RTT (`doing_vegas_now`).
-    doing_vegas_now: bool,
-    /// Number of RTT samples within last RTT (`cntRTT`, a `u16` as in the kernel).
-    cnt_rtt: u16,
-    /// Min of RTTs measured within last RTT, usecs (`minRTT`).
-    min_rtt: u32,
-    /// The min of all Vegas RTT measurements seen, usecs (`baseRTT`).
-    base_rtt: u32,
+    /// The RTT samples and the current round.
+    st: VegasState,
 }
 
 impl Vegas {
@@ -81,24 +135,6 @@ impl Vegas {
             params,
             ..Vegas::default()
         }
-    }
-
-    /// Begin taking Vegas samples next time we send something: mark the start of the next send
-    /// window and clear this RTT's samples.
-    ///
-    /// net/ipv4/tcp_vegas.c: vegas_enable().
-    fn vegas_enable(&mut self, tp: &TcpSock) {
-        self.doing_vegas_now = true;
-        self.beg_snd_nxt = tp.snd_nxt;
-        self.cnt_rtt = 0;
-        self.min_rtt = RTT_NONE;
-    }
-
-    /// Stop taking Vegas samples for now.
-    ///
-    /// net/ipv4/tcp_vegas.c: vegas_disable().
-    fn vegas_disable(&mut self) {
-        self.doing_vegas_now = false;
     }
 }
 
@@ -117,8 +153,7 @@ impl CongestionControl for Vegas {
     ///
     /// net/ipv4/tcp_vegas.c: tcp_vegas_init().
     fn init(&mut self, tp: &mut TcpSock) {
-        self.base_rtt = RTT_NONE;
-        self.vegas_enable(tp);
+        self.st.init(tp);
     }
 
     /// `.ssthresh = tcp_reno_ssthresh` (net/ipv4/tcp_vegas.c: tcp_vegas): half the window.
@@ -136,24 +171,24 @@ impl CongestionControl for Vegas {
     ///
     /// net/ipv4/tcp_vegas.c: tcp_vegas_cong_avoid(). `ack` is the cumulative ACK in bytes.
     fn cong_avoid(&mut self, tp: &mut TcpSock, ack: u64, acked: u32) {
-        if !self.doing_vegas_now {
+        if !self.st.doing_vegas_now {
             tcp_reno_cong_avoid(tp, ack, acked);
             return;
         }
 
-        if ack > self.beg_snd_nxt {
+        if ack > self.st.beg_snd_nxt {
             // Do the Vegas once-per-RTT cwnd adjustment. Save the extent of the current window
             // so we can use this at the end of the next RTT.
-            self.beg_snd_nxt = tp.snd_nxt;
+            self.st.beg_snd_nxt = tp.snd_nxt;
 
             // With 2 samples or fewer they are almost certainly delayed ACKs: behave like Reno.
-            if self.cnt_rtt <= 2 {
+            if self.st.cnt_rtt <= 2 {
                 tcp_reno_cong_avoid(tp, ack, acked);
             } else {
                 let (alpha, beta, gamma) = (self.params.alpha, self.params.beta, self.params.gamma);
                 // The min RTT seen during the last RTT: filters out delayed ACKs.
-                let rtt = self.min_rtt;
-                let base = self.base_rtt;
+                let rtt = self.st.min_rtt;
+                let base = self.st.base_rtt;
 
                 // The cwnd we should have at the actual rate: cwnd * baseRTT / rtt.
                 let target_cwnd = tp.snd_cwnd as u64 * base as u64 / rtt as u64;
@@ -187,8 +222,8 @@ impl CongestionControl for Vegas {
             }
 
             // Wipe the slate clean for the next RTT.
-            self.cnt_rtt = 0;
-            self.min_rtt = RTT_NONE;
+            self.st.cnt_rtt = 0;
+            self.st.min_rtt = RTT_NONE;
         } else if tp.in_slow_start() {
             // Use normal slow start.
             tcp_slow_start(tp, acked);
@@ -199,11 +234,7 @@ impl CongestionControl for Vegas {
     ///
     /// net/ipv4/tcp_vegas.c: tcp_vegas_state().
     fn set_state(&mut self, tp: &mut TcpSock, new_state: CaState) {
-        if new_state == CaState::Open {
-            self.vegas_enable(tp);
-        } else {
-            self.vegas_disable();
-        }
+        self.st.state(tp, new_state);
     }
 
     /// Restarting after idle (or the first transmit with nothing in flight): stale samples,
@@ -211,9 +242,7 @@ impl CongestionControl for Vegas {
     ///
     /// net/ipv4/tcp_vegas.c: tcp_vegas_cwnd_event().
     fn cwnd_event(&mut self, tp: &mut TcpSock, event: CaEvent) {
-        if matches!(event, CaEvent::CwndRestart | CaEvent::TxStart) {
-            self.init(tp);
-        }
+        self.st.cwnd_event(tp, event);
     }
 
     /// RTT sampling: baseRTT is the min of all samples (the propagation delay), minRTT the min
@@ -222,18 +251,7 @@ impl CongestionControl for Vegas {
     ///
     /// net/ipv4/tcp_vegas.c: tcp_vegas_pkts_acked().
     fn pkts_acked(&mut self, _tp: &mut TcpSock, sample: &AckSample) {
-        if sample.rtt_us < 0 {
-            return;
-        }
-        // Never allow zero rtt or baseRTT (u32 as in the kernel).
-        let vrtt = (sample.rtt_us as u32).wrapping_add(1);
-        // Filter to find propagation delay.
-        if vrtt < self.base_rtt {
-            self.base_rtt = vrtt;
-        }
-        // Min RTT during the last RTT: current propagation + queueing delay.
-        self.min_rtt = self.min_rtt.min(vrtt);
-        self.cnt_rtt = self.cnt_rtt.wrapping_add(1);
+        self.st.pkts_acked(sample);
     }
 
     /// `.undo_cwnd = tcp_reno_undo_cwnd` (net/ipv4/tcp_vegas.c: tcp_vegas).
@@ -363,7 +381,7 @@ mod tests {
         // Just above the BDP (50): 2..4 packets queued (the paper's estimate too).
         let queued = last as i64 - 50;
         assert!((2..=4).contains(&queued), "cwnd {last}");
-        assert_eq!(cc.base_rtt, BASE_US as u32 + 1);
+        assert_eq!(cc.st.base_rtt, BASE_US as u32 + 1);
     }
 
     #[test]
@@ -375,11 +393,11 @@ mod tests {
         // First round at the propagation RTT: diff 0, slow start doubles cwnd.
         round(&mut cc, &mut tp, BASE_US);
         assert!(tp.in_slow_start());
-        assert_eq!((tp.snd_cwnd, cc.base_rtt), (160, BASE_US as u32 + 1));
+        assert_eq!((tp.snd_cwnd, cc.st.base_rtt), (160, BASE_US as u32 + 1));
         // A fresh round (re-entering Open restarts sampling) in which the RTT doubled:
         // diff = 160 > gamma; cwnd = 160 * baseRTT / minRTT + 1 = 81 and ssthresh follows.
         cc.set_state(&mut tp, CaState::Open);
-        assert_eq!((cc.cnt_rtt, cc.min_rtt), (0, RTT_NONE));
+        assert_eq!((cc.st.cnt_rtt, cc.st.min_rtt), (0, RTT_NONE));
         let rtt = 2 * BASE_US;
         for _ in 0..3 {
             cc.pkts_acked(&mut tp, &sample(rtt));
@@ -390,7 +408,7 @@ mod tests {
         assert_eq!(target, 81);
         assert_eq!((tp.snd_cwnd, tp.snd_ssthresh), (81, 81));
         assert!(!tp.in_slow_start());
-        assert_eq!((cc.cnt_rtt, cc.min_rtt), (0, RTT_NONE));
+        assert_eq!((cc.st.cnt_rtt, cc.st.min_rtt), (0, RTT_NONE));
     }
 
     #[test]
@@ -465,30 +483,33 @@ mod tests {
         tp.snd_ssthresh = 10;
         let mut cc = Vegas::default();
         cc.init(&mut tp);
-        assert_eq!(cc.base_rtt, RTT_NONE);
+        assert_eq!(cc.st.base_rtt, RTT_NONE);
         // Two samples only (delayed ACKs): Reno's additive increase, 10 acked -> +1.
         cc.pkts_acked(&mut tp, &sample(50_000));
         cc.pkts_acked(&mut tp, &sample(90_000));
         cc.pkts_acked(&mut tp, &sample(-1));
-        assert_eq!((cc.cnt_rtt, cc.min_rtt, cc.base_rtt), (2, 50_001, 50_001));
+        assert_eq!(
+            (cc.st.cnt_rtt, cc.st.min_rtt, cc.st.base_rtt),
+            (2, 50_001, 50_001)
+        );
         cc.cong_avoid(&mut tp, 1, 10);
         assert_eq!(tp.snd_cwnd, 11);
         // Outside Open Vegas is off: Reno on every ACK; back to Open restarts sampling.
         cc.set_state(&mut tp, CaState::Recovery);
-        assert!(!cc.doing_vegas_now);
+        assert!(!cc.st.doing_vegas_now);
         cc.cong_avoid(&mut tp, 2, 11);
         assert_eq!(tp.snd_cwnd, 12);
         tp.snd_nxt = 5000;
         cc.set_state(&mut tp, CaState::Open);
-        assert!(cc.doing_vegas_now);
+        assert!(cc.st.doing_vegas_now);
         assert_eq!(
-            (cc.beg_snd_nxt, cc.cnt_rtt, cc.min_rtt),
+            (cc.st.beg_snd_nxt, cc.st.cnt_rtt, cc.st.min_rtt),
             (5000, 0, RTT_NONE)
         );
         // baseRTT survives a state change, but not a restart.
-        assert_eq!(cc.base_rtt, 50_001);
+        assert_eq!(cc.st.base_rtt, 50_001);
         cc.cwnd_event(&mut tp, CaEvent::TxStart);
-        assert_eq!(cc.base_rtt, RTT_NONE);
+        assert_eq!(cc.st.base_rtt, RTT_NONE);
         // ssthresh and undo are Reno's.
         tp.snd_cwnd = 40;
         assert_eq!(cc.ssthresh(&mut tp), 20);

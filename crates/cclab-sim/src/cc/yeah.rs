@@ -14,8 +14,8 @@
 //! `reno_count`. YeAH has no module parameters: all these are `#define`s.
 //!
 //! YeAH embeds Vegas' state (`struct vegas`, net/ipv4/tcp_vegas.h) and uses Vegas' `init`,
-//! `pkts_acked`, `set_state` and `cwnd_event` (net/ipv4/tcp_vegas.c); we implement the parts it
-//! needs here, in [`VegasState`], without depending on our Vegas module.
+//! `pkts_acked`, `set_state` and `cwnd_event` (net/ipv4/tcp_vegas.c); it reuses our Vegas state
+//! ([`VegasState`]) the same way.
 //!
 //! We follow Linux 6.18. Every function names the kernel function it follows; the arithmetic is
 //! the kernel's (`u32`, a `u64` backlog, wrapping where C wraps).
@@ -27,6 +27,7 @@
 
 use super::params::ParamReader;
 use super::reno::{tcp_cong_avoid_ai, tcp_reno_undo_cwnd, tcp_slow_start};
+use super::vegas::{VegasState, RTT_NONE};
 use super::{AckSample, AlgorithmInfo, CaEvent, CaState, CcError, CongestionControl, Params};
 use crate::tcp::sock::TcpSock;
 
@@ -46,8 +47,6 @@ pub const TCP_YEAH_RHO: u32 = 16;
 pub const TCP_YEAH_ZETA: u32 = 50;
 /// Scalable TCP's additive-increase count (`TCP_SCALABLE_AI_CNT`).
 pub const TCP_SCALABLE_AI_CNT: u32 = 100;
-/// "No sample" RTT value of Vegas (`0x7fffffff`).
-const RTT_NONE: u32 = 0x7fff_ffff;
 
 /// What `cclab presets` lists for YeAH-TCP.
 pub fn info() -> AlgorithmInfo {
@@ -66,67 +65,6 @@ pub fn info() -> AlgorithmInfo {
 pub fn build(algorithm: &str, params: &Params) -> Result<Box<dyn CongestionControl>, CcError> {
     let _reader = ParamReader::new(algorithm, params);
     Ok(Box::new(Yeah::new()))
-}
-
-/// The part of Vegas' state YeAH uses (`struct vegas`, net/ipv4/tcp_vegas.h).
-#[derive(Debug, Clone, Default)]
-pub struct VegasState {
-    /// Right edge during the last RTT, bytes (`beg_snd_nxt`).
-    pub beg_snd_nxt: u64,
-    /// Whether Vegas is on for this RTT (`doing_vegas_now`; YeAH does not read it).
-    pub doing_vegas_now: bool,
-    /// Number of RTT samples within the last RTT (`cntRTT`, a `u16`).
-    pub cnt_rtt: u16,
-    /// Min of the RTTs measured within the last RTT, usecs + 1 (`minRTT`).
-    pub min_rtt: u32,
-    /// Min of all RTT measurements seen, usecs + 1 (`baseRTT`).
-    pub base_rtt: u32,
-}
-
-impl VegasState {
-    /// net/ipv4/tcp_vegas.c: vegas_enable(): sample from the next send window on.
-    fn enable(&mut self, tp: &TcpSock) {
-        self.doing_vegas_now = true;
-        self.beg_snd_nxt = tp.snd_nxt;
-        self.cnt_rtt = 0;
-        self.min_rtt = RTT_NONE;
-    }
-
-    /// net/ipv4/tcp_vegas.c: tcp_vegas_init().
-    fn init(&mut self, tp: &TcpSock) {
-        self.base_rtt = RTT_NONE;
-        self.enable(tp);
-    }
-
-    /// net/ipv4/tcp_vegas.c: tcp_vegas_pkts_acked(): min-filter RTT samples (+1 so never 0)
-    /// within the round and forever.
-    fn pkts_acked(&mut self, sample: &AckSample) {
-        if sample.rtt_us < 0 {
-            return;
-        }
-        let vrtt = (sample.rtt_us as i32 as u32).wrapping_add(1);
-        if vrtt < self.base_rtt {
-            self.base_rtt = vrtt;
-        }
-        self.min_rtt = self.min_rtt.min(vrtt);
-        self.cnt_rtt = self.cnt_rtt.wrapping_add(1);
-    }
-
-    /// net/ipv4/tcp_vegas.c: tcp_vegas_state(): on in Open, off elsewhere.
-    fn state(&mut self, tp: &TcpSock, ca_state: CaState) {
-        if ca_state == CaState::Open {
-            self.enable(tp);
-        } else {
-            self.doing_vegas_now = false;
-        }
-    }
-
-    /// net/ipv4/tcp_vegas.c: tcp_vegas_cwnd_event(): restart from a clean slate after idle.
-    fn cwnd_event(&mut self, tp: &TcpSock, event: CaEvent) {
-        if matches!(event, CaEvent::CwndRestart | CaEvent::TxStart) {
-            self.init(tp);
-        }
-    }
 }
 
 /// YeAH-TCP: `struct yeah` (net/ipv4/tcp_yeah.c).
