@@ -13,6 +13,9 @@ use crate::trace::{EventTrace, FlowTrace, LinkTrace};
 use crate::{RunOutput, SimError};
 use cclab_net::capacity::{Capacity, MahimahiTrace};
 use cclab_net::element::Element;
+
+/// Bytes of a SYN or SYN-ACK on the wire (20 B IPv4 + 40 B TCP with MSS, SACK, TS, WS options).
+const SYN_BYTES: u64 = 60;
 use cclab_net::link::{DelaySpike, DropReason, Link, LinkConfig, Outage, QueueLimit};
 use cclab_net::loss::LossModel;
 use cclab_net::packet::NetPacket;
@@ -54,6 +57,8 @@ struct FlowSlot {
     fwd_path: Vec<u32>,
     rev_path: Vec<u32>,
     start_ns: u64,
+    /// Round-trip time of the handshake on the idle path, ns (see `Sender::syn_rtt_sample`).
+    syn_rtt_ns: u64,
     timestamps: bool,
     sender_sched: Option<u64>,
     receiver_sched: Option<u64>,
@@ -182,6 +187,25 @@ impl World {
                 .iter()
                 .position(|h| h.name == f.receiver)
                 .unwrap_or(0);
+            // The handshake's RTT on the idle path: propagation both ways plus the serialisation
+            // of a 60-byte SYN and SYN-ACK (20 B IP + 40 B TCP with options) on every hop.
+            let mut hops: Vec<&LinkSpec> = vec![&sc.bottleneck.fwd, &sc.bottleneck.rev];
+            for a in [&sc.senders[si].access, &sc.receivers[ri].access]
+                .into_iter()
+                .flatten()
+            {
+                hops.push(&a.fwd);
+                hops.push(&a.rev);
+            }
+            let syn_rtt_ns: u64 = hops
+                .iter()
+                .map(|h| {
+                    ms_to_ns(h.delay_ms)
+                        + h.rate_bps
+                            .filter(|&r| r > 0)
+                            .map_or(0, |r| SYN_BYTES * 8 * 1_000_000_000 / r)
+                })
+                .sum();
             let (s_fwd, s_rev) = sender_links[si];
             let (r_fwd, r_rev) = receiver_links[ri];
             let fwd_path: Vec<u32> = [s_fwd, b_fwd, r_fwd].into_iter().flatten().collect();
@@ -236,6 +260,7 @@ impl World {
                 fwd_path,
                 rev_path,
                 start_ns,
+                syn_rtt_ns,
                 timestamps: f.timestamps,
                 sender_sched: None,
                 receiver_sched: None,
@@ -273,7 +298,9 @@ impl World {
                 Event::ReceiverTimer(f) => self.on_receiver_timer(t, f),
                 Event::AppStart(f) => {
                     let mut buf = std::mem::take(&mut self.data_buf);
-                    self.flows[f as usize].sender.on_start(t, &mut buf);
+                    let fl = &mut self.flows[f as usize];
+                    fl.sender.syn_rtt_sample(t, fl.syn_rtt_ns / 1000);
+                    fl.sender.on_start(t, &mut buf);
                     self.send_data(t, f, &mut buf);
                     self.data_buf = buf;
                     self.after_sender(t, f);

@@ -111,6 +111,9 @@ pub struct RateSample {
     pub is_retrans: bool,
     /// Whether this ACK is (likely) a delayed ACK.
     pub is_ack_delayed: bool,
+    /// end_seq of the segment the sample was taken from (`last_end_seq`), to order segments
+    /// sent in the same microsecond.
+    pub last_end_seq: u64,
 }
 
 /// A congestion-control algorithm: Linux's `tcp_congestion_ops` as a trait.

@@ -9,7 +9,7 @@
 //! recovery, else min_rtt/4. Without SACK it is NewReno (`tcp_newreno_mark_lost`), with dupacks
 //! counted as `sacked_out` (`tcp_add_reno_sack`).
 
-use super::sender::{flag, Rexmit, SackState, Sender, SenderEvent, XmitTimer};
+use super::sender::{flag, tcp_skb_sent_after, Rexmit, SackState, Sender, SenderEvent, XmitTimer};
 use crate::cc::{CaEvent, CaState};
 use crate::tcp::segment::{AckSeg, DataSeg};
 use crate::tcp::skb::{EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS};
@@ -21,11 +21,6 @@ const RACK_RECOVERY_THRESH: u32 = 16;
 const MAX_REORDERING: u32 = 300;
 /// `TCP_TIMEOUT_MIN` in jiffies.
 const TIMEOUT_MIN_JIFFIES: u64 = 2;
-
-/// `tcp_skb_sent_after`: (t1, seq1) was sent after (t2, seq2).
-fn sent_after(t1: u64, t2: u64, seq1: u64, seq2: u64) -> bool {
-    t1 > t2 || (t1 == t2 && seq1 > seq2)
-}
 
 impl Sender {
     /// `tcp_sacktag_write_queue`: apply the ACK's SACK blocks to the scoreboard.
@@ -143,12 +138,14 @@ impl Sender {
             self.tp.retrans_out -= 1;
         }
         self.rtx.get_mut(idx).sacked = sacked;
+        // tcp_sacktag_walk: tcp_rate_skb_delivered after tagging.
+        self.rate_skb_delivered(idx, &mut ss.rate);
     }
 
     /// `tcp_rack_advance`: remember the most recently sent delivered segment.
     pub(crate) fn rack_advance(&mut self, sacked: u8, end_seq: u64, xmit_us: u64) {
         if self.rack.mstamp_us != 0
-            && !sent_after(xmit_us, self.rack.mstamp_us, end_seq, self.rack.end_seq)
+            && !tcp_skb_sent_after(xmit_us, self.rack.mstamp_us, end_seq, self.rack.end_seq)
         {
             return;
         }
@@ -194,7 +191,7 @@ impl Sender {
             if skb.sacked & LOST != 0 && skb.sacked & SACKED_RETRANS == 0 {
                 continue;
             }
-            if !sent_after(
+            if !tcp_skb_sent_after(
                 self.rack.mstamp_us,
                 skb.xmit_us,
                 self.rack.end_seq,

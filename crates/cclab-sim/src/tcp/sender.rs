@@ -3,10 +3,19 @@
 //! `tcp_clean_rtx_queue`, `tcp_sacktag_write_queue`, `tcp_cong_control`; `net/ipv4/tcp_timer.c`
 //! `tcp_retransmit_timer`). Loss recovery (RACK, PRR, undo, F-RTO) is in `recovery.rs`.
 //!
+//! Delivery-rate sampling follows `net/ipv4/tcp_rate.c` (`tcp_rate_skb_sent`,
+//! `tcp_rate_skb_delivered`, `tcp_rate_gen`, `tcp_rate_check_app_limited`) and internal pacing
+//! follows the EDT model of `tcp_output.c` (`tcp_pacing_check`, `tcp_update_skb_after_send`,
+//! the per-socket pacing hrtimer and `tcp_tsq_write`), which is what Linux does when a
+//! congestion control asks for pacing (`SK_PACING_NEEDED`, BBR) and no fq qdisc is present, as on
+//! this machine. `tcp_update_pacing_rate` sets `sk_pacing_rate` for every other algorithm (it is
+//! visible in TCP_INFO and in CUBIC's HyStart) but does not pace them, as without fq.
+//!
 //! Not modelled (we diverge): TSO/GSO (one MSS per skb), Nagle and corking (the application
-//! writes everything at once), TCP Small Queues and pacing (later issues), tail loss probes
-//! (TLP, planned), cwnd restart after idle, ECN, SYN handshake (flows start established with
-//! the initial window), path MTU discovery.
+//! writes everything at once), TCP Small Queues, cwnd restart after idle, ECN, path MTU
+//! discovery, SACK reneging. The SYN handshake is not exchanged: flows start established with
+//! the initial window, after one RTT sample of the idle path (see `Sender::on_start`).
+//! `FLAG_ACK_MAYBE_DELAYED` (a lone runt packet's delayed ACK) is never set.
 
 use crate::cc::{ack_flags, AckSample, CaEvent, CaState, CongestionControl, RateSample};
 use crate::tcp::minmax::MinMax;
@@ -179,8 +188,8 @@ pub struct Sender {
     pub(crate) ts_recent: u32,
     /// TSecr of the ACK being processed (`rx_opt.rcv_tsecr` when `saw_tstamp`).
     pub(crate) rcv_tsecr: Option<u32>,
-    pub(crate) delivered_mstamp_us: u64,
-    pub(crate) first_tx_mstamp_us: u64,
+    /// The pacing hrtimer's expiry, ns (`tp->pacing_timer`), when armed.
+    pub(crate) pacing_timer_ns: Option<u64>,
     pub(crate) now_ns: u64,
     pub stats: SenderStats,
     /// Events since the world last drained them: (time ns, kind, detail).
@@ -226,8 +235,7 @@ impl Sender {
             highest_sack_end: 0,
             ts_recent: 0,
             rcv_tsecr: None,
-            delivered_mstamp_us: 0,
-            first_tx_mstamp_us: 0,
+            pacing_timer_ns: None,
             now_ns: 0,
             stats: SenderStats::default(),
             events: Vec::new(),
@@ -240,9 +248,12 @@ impl Sender {
         self.cfg.size_bytes != u64::MAX && self.tp.snd_una >= self.cfg.size_bytes
     }
 
-    /// Deadline of the pending xmit timer, ns.
+    /// Deadline of the earliest pending timer (xmit timer or pacing timer), ns.
     pub fn timer_deadline_ns(&self) -> Option<u64> {
-        self.xmit_timer.map(|(_, t)| t)
+        match (self.xmit_timer.map(|(_, t)| t), self.pacing_timer_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Whether SACK is in use (`tcp_is_sack`); otherwise NewReno (`tcp_is_reno`).
@@ -258,7 +269,10 @@ impl Sender {
     fn set_now(&mut self, now_ns: u64) {
         debug_assert!(now_ns >= self.now_ns, "time went backwards");
         self.now_ns = now_ns;
-        self.tp.tcp_mstamp_us = now_ns / 1000;
+        // Linux's tcp_clock_us() is never 0, and 0 means "none" in skb and rate stamps, so the
+        // microsecond clock starts at 1.
+        self.tp.tcp_mstamp_us = now_ns / 1000 + 1;
+        self.tp.tcp_clock_cache_ns = now_ns;
         self.tp.tcp_time_stamp_ms = self.ts_now();
     }
 
@@ -328,23 +342,105 @@ impl Sender {
         head as i64 + self.tp.icsk_rto_us as i64 - self.tp.tcp_mstamp_us as i64
     }
 
-    /// The application starts (`start_s`): send the initial window.
+    /// The application starts (`start_s`): its one `sendmsg` checks for an app-limited bubble
+    /// (`tcp_rate_check_app_limited` in `tcp_sendmsg_locked`), then the initial window goes out.
     pub fn on_start(&mut self, now_ns: u64, out: &mut Vec<DataSeg>) {
         self.set_now(now_ns);
+        self.rate_check_app_limited(0);
         self.write_xmit(out);
+    }
+
+    /// The handshake's RTT sample, taken before the data starts: Linux measures the SYN/SYN-ACK
+    /// exchange (`tcp_ack_update_rtt` via `tcp_synack_rtt_meas` / the SYN's clean_rtx) before
+    /// `tcp_init_transfer` initialises congestion control, so BBR's first pacing rate and every
+    /// algorithm's first RTO come from it. We do not exchange a SYN; the world passes the idle
+    /// path's round-trip time instead, and we re-run `init` as `tcp_init_transfer` does.
+    pub fn syn_rtt_sample(&mut self, now_ns: u64, rtt_us: u64) {
+        self.set_now(now_ns);
+        let rtt = rtt_us.max(1) as i64;
+        self.update_rtt_min(rtt);
+        self.rtt_estimator(rtt);
+        self.set_rto();
+        self.cc.init(&mut self.tp);
+    }
+
+    /// `tcp_rate_check_app_limited`: mark the flow application-limited when it has less than a
+    /// segment left to send, nothing queued, cwnd room and no lost segment left to resend.
+    /// `unsent_bytes` is `write_seq - snd_nxt`.
+    pub(crate) fn rate_check_app_limited(&mut self, unsent_bytes: u64) {
+        let tp = &mut self.tp;
+        if unsent_bytes < tp.mss_cache as u64
+            && tp.packets_in_flight() < tp.snd_cwnd
+            && tp.lost_out <= tp.retrans_out
+        {
+            let v = tp.delivered.wrapping_add(tp.packets_in_flight());
+            tp.app_limited = if v == 0 { 1 } else { v };
+        }
+    }
+
+    /// `tcp_pacing_check`: with internal pacing, hold transmissions until the earliest
+    /// departure time and arm the pacing timer for it.
+    pub(crate) fn pacing_check(&mut self) -> bool {
+        if !self.tp.pacing_needed || self.tp.tcp_wstamp_ns <= self.tp.tcp_clock_cache_ns {
+            return false;
+        }
+        if self.pacing_timer_ns.is_none() {
+            self.pacing_timer_ns = Some(self.tp.tcp_wstamp_ns);
+        }
+        true
+    }
+
+    /// `tcp_update_skb_after_send`: advance the earliest departure time by the segment's
+    /// serialisation time at the pacing rate, less up to half of it as credit for a late send.
+    fn update_skb_after_send(&mut self, len_bytes: u64, prior_wstamp_ns: u64) {
+        let tp = &mut self.tp;
+        if !tp.pacing_needed {
+            return;
+        }
+        let rate = tp.pacing_rate_bytes_per_s;
+        // Original sch_fq does not pace the first 10 MSS.
+        if rate != u64::MAX && rate != 0 && tp.data_segs_out >= 10 {
+            let mut len_ns = len_bytes * 1_000_000_000 / rate;
+            let credit = tp.tcp_wstamp_ns - prior_wstamp_ns;
+            len_ns -= (len_ns / 2).min(credit);
+            tp.tcp_wstamp_ns += len_ns;
+        }
+    }
+
+    /// `tcp_update_pacing_rate`: 200 % of cwnd * mss / srtt in slow start (below ssthresh / 2),
+    /// 120 % otherwise (`tcp_pacing_ss_ratio`, `tcp_pacing_ca_ratio` defaults).
+    pub(crate) fn update_pacing_rate(&mut self) {
+        let tp = &mut self.tp;
+        let mut rate = tp.mss_cache as u64 * ((1_000_000 / 100) << 3);
+        rate *= if tp.snd_cwnd < tp.snd_ssthresh / 2 {
+            200
+        } else {
+            120
+        };
+        rate *= tp.snd_cwnd.max(tp.packets_out) as u64;
+        if tp.srtt_us != 0 {
+            rate /= tp.srtt_us as u64;
+        }
+        tp.pacing_rate_bytes_per_s = rate.min(tp.max_pacing_rate_bytes_per_s);
     }
 
     /// Send a segment (new or retransmission) and stamp it (`tcp_transmit_skb` +
     /// `tcp_rate_skb_sent`).
     fn transmit(&mut self, idx: usize, retrans: bool, out: &mut Vec<DataSeg>) {
+        // __tcp_transmit_skb: the skb leaves at the earliest departure time (EDT), never before
+        // now; with internal pacing tcp_pacing_check made sure that time has come.
+        let prior_wstamp_ns = self.tp.tcp_wstamp_ns;
+        self.tp.tcp_wstamp_ns = prior_wstamp_ns.max(self.tp.tcp_clock_cache_ns);
         // tcp_event_data_sent: TX_START sees the previous lsndtime, then it moves to now.
         if self.tp.packets_in_flight() == 0 {
             self.cc.cwnd_event(&mut self.tp, CaEvent::TxStart);
         }
         self.tp.lsndtime = self.tp.jiffies();
+        self.tp.data_segs_out = self.tp.data_segs_out.wrapping_add(1);
+        // tcp_rate_skb_sent: start a fresh sampling interval when nothing is in flight.
         if self.tp.packets_out == 0 {
-            self.first_tx_mstamp_us = self.tp.tcp_mstamp_us;
-            self.delivered_mstamp_us = self.tp.tcp_mstamp_us;
+            self.tp.first_tx_mstamp_us = self.tp.tcp_mstamp_us;
+            self.tp.delivered_mstamp_us = self.tp.tcp_mstamp_us;
         }
         let now_us = self.tp.tcp_mstamp_us;
         let tsval = if self.cfg.timestamps {
@@ -354,8 +450,8 @@ impl Sender {
         };
         let (delivered, dmst, ftx, app) = (
             self.tp.delivered,
-            self.delivered_mstamp_us,
-            self.first_tx_mstamp_us,
+            self.tp.delivered_mstamp_us,
+            self.tp.first_tx_mstamp_us,
             self.tp.app_limited != 0,
         );
         let skb = self.rtx.get_mut(idx);
@@ -376,7 +472,9 @@ impl Sender {
             },
             retrans,
         });
+        let len = skb.end_seq - skb.seq;
         self.stats.sent_pkts += 1;
+        self.update_skb_after_send(len, prior_wstamp_ns);
     }
 
     /// `tcp_write_xmit`: send new data while cwnd and the peer's window allow.
@@ -392,6 +490,9 @@ impl Sender {
         let mut is_cwnd_limited = false;
         while self.tp.snd_nxt < self.cfg.size_bytes {
             if probe && sent > 0 {
+                break;
+            }
+            if self.pacing_check() {
                 break;
             }
             if !probe && self.tp.packets_in_flight() >= self.tp.snd_cwnd {
@@ -483,6 +584,9 @@ impl Sender {
         let mut rearm = false;
         let mut i = 0;
         while i < self.rtx.len() {
+            if self.pacing_check() {
+                break;
+            }
             if self.tp.snd_cwnd as i64 - (self.tp.packets_in_flight() as i64) <= 0 {
                 break;
             }
@@ -573,7 +677,7 @@ impl Sender {
 
         let mut ca_rtt_us = -1;
         if prior_packets > 0 {
-            ca_rtt_us = self.clean_rtx_queue(prior_snd_una, &mut flag, &ss);
+            ca_rtt_us = self.clean_rtx_queue(prior_snd_una, &mut flag, &mut ss);
             self.rack_update_reo_wnd(prior_delivered);
             if self.tlp_high_seq.is_some() {
                 self.process_tlp_ack(ack, flag);
@@ -589,16 +693,13 @@ impl Sender {
                 self.rearm_rto();
             }
         }
-        let delivered = self.tp.delivered - prior_delivered;
-        let rs = RateSample {
-            prior_delivered,
-            delivered: delivered as i32,
-            rtt_us: ca_rtt_us,
-            losses: (self.tp.lost - prior_lost) as i32,
-            acked_sacked: delivered,
-            prior_in_flight,
-            ..RateSample::default()
-        };
+        let delivered = self.tp.delivered.wrapping_sub(prior_delivered);
+        let lost = self.tp.lost.wrapping_sub(prior_lost);
+        let mut rs = ss.rate;
+        rs.rtt_us = ca_rtt_us;
+        rs.prior_in_flight = prior_in_flight;
+        rs.is_ack_delayed = flag & flag::ACK_MAYBE_DELAYED != 0;
+        self.rate_gen(delivered, lost, &mut rs);
         self.cong_control(ack, delivered, flag, &rs);
         self.xmit_recovery(rexmit, out);
     }
@@ -608,7 +709,78 @@ impl Sender {
         flag & flag::NOT_DUP == 0 || flag & flag::CA_ALERT != 0 || self.tp.ca_state != CaState::Open
     }
 
-    /// `tcp_cong_control` (without BBR's path until a cong_control algorithm exists).
+    /// `tcp_rate_gen`: close this ACK's delivery-rate sample (no SACK reneging in our model).
+    fn rate_gen(&mut self, delivered: u32, lost: u32, rs: &mut RateSample) {
+        let tp = &mut self.tp;
+        // Clear app limited if bubble is acked and gone.
+        if tp.app_limited != 0 && (tp.app_limited.wrapping_sub(tp.delivered) as i32) < 0 {
+            tp.app_limited = 0;
+        }
+        if delivered != 0 {
+            tp.delivered_mstamp_us = tp.tcp_mstamp_us;
+        }
+        rs.acked_sacked = delivered;
+        rs.losses = lost as i32;
+        if rs.prior_mstamp_us == 0 {
+            rs.delivered = -1;
+            rs.interval_us = -1;
+            return;
+        }
+        rs.delivered = tp.delivered.wrapping_sub(rs.prior_delivered) as i32;
+        // Sending and ACKing are pipeline phases; use the longer one.
+        let snd_us = rs.interval_us;
+        let ack_us = TcpSock::stamp_us_delta(tp.tcp_mstamp_us, rs.prior_mstamp_us) as i64;
+        rs.interval_us = snd_us.max(ack_us);
+        rs.snd_interval_us = snd_us.max(0) as u32;
+        rs.rcv_interval_us = ack_us as u32;
+        // Normally interval_us >= min_rtt; otherwise the sample is unreliable.
+        if rs.interval_us < tp.min_rtt_us as i64 {
+            rs.interval_us = -1;
+            return;
+        }
+        // Record the last non-app-limited or the highest app-limited bw (TCP_INFO's rate).
+        if !rs.is_app_limited
+            || rs.delivered as u64 * tp.rate_interval_us as u64
+                >= tp.rate_delivered as u64 * rs.interval_us as u64
+        {
+            tp.rate_delivered = rs.delivered as u32;
+            tp.rate_interval_us = rs.interval_us as u32;
+            tp.rate_app_limited = rs.is_app_limited;
+        }
+    }
+
+    /// `tcp_rate_skb_delivered`: an ACK or SACK delivered the segment at `idx`; the sample takes
+    /// the delivery state of the most recently sent delivered segment.
+    pub(crate) fn rate_skb_delivered(&mut self, idx: usize, rs: &mut RateSample) {
+        let skb = *self.rtx.get(idx);
+        if skb.tx_delivered_mstamp_us == 0 {
+            return;
+        }
+        if rs.prior_delivered == 0
+            || tcp_skb_sent_after(
+                skb.xmit_us,
+                self.tp.first_tx_mstamp_us,
+                skb.end_seq,
+                rs.last_end_seq,
+            )
+        {
+            rs.prior_delivered = skb.tx_delivered;
+            rs.prior_mstamp_us = skb.tx_delivered_mstamp_us;
+            rs.is_app_limited = skb.tx_is_app_limited;
+            rs.is_retrans = skb.sacked & EVER_RETRANS != 0;
+            rs.last_end_seq = skb.end_seq;
+            // Record send time of most recently ACKed packet, and the send phase's length.
+            self.tp.first_tx_mstamp_us = skb.xmit_us;
+            rs.interval_us = TcpSock::stamp_us_delta(skb.xmit_us, skb.tx_first_tx_mstamp_us) as i64;
+        }
+        // A SACKed segment is not used again when it is cumulatively acked.
+        if skb.sacked & SACKED_ACKED != 0 {
+            self.rtx.get_mut(idx).tx_delivered_mstamp_us = 0;
+        }
+    }
+
+    /// `tcp_cong_control`: the algorithm's own `cong_control` (BBR), or PRR while reducing and
+    /// `cong_avoid` otherwise, then `tcp_update_pacing_rate`.
     fn cong_control(&mut self, ack: u64, acked_sacked: u32, flag: u32, rs: &RateSample) {
         if self.cc.has_cong_control() {
             self.cc.cong_control(&mut self.tp, ack, flag, rs);
@@ -621,6 +793,7 @@ impl Sender {
             self.cc.cong_avoid(&mut self.tp, ack, acked_sacked);
             self.tp.snd_cwnd_stamp = self.tp.jiffies();
         }
+        self.update_pacing_rate();
     }
 
     /// `tcp_may_raise_cwnd`.
@@ -649,7 +822,7 @@ impl Sender {
 
     /// `tcp_clean_rtx_queue`: drop cumulatively acked segments, take RTT samples, tell CC.
     /// Returns `ca_rtt_us` (-1 when none).
-    fn clean_rtx_queue(&mut self, prior_snd_una: u64, flag: &mut u32, ss: &SackState) -> i64 {
+    fn clean_rtx_queue(&mut self, prior_snd_una: u64, flag: &mut u32, ss: &mut SackState) -> i64 {
         let now = self.tp.tcp_mstamp_us;
         let mut first_ackt = 0u64;
         let mut last_ackt = 0u64;
@@ -689,6 +862,7 @@ impl Sender {
             self.tp.packets_out -= 1;
             pkts_acked += 1;
             *flag |= flag::DATA_ACKED;
+            self.rate_skb_delivered(0, &mut ss.rate);
             self.rtx.pop_head();
         }
         let mut seq_rtt_us = -1i64;
@@ -736,6 +910,17 @@ impl Sender {
 
     /// RTO fired or the RACK reordering timer fired (`tcp_write_timer_handler`).
     pub fn on_timer(&mut self, now_ns: u64, out: &mut Vec<DataSeg>) {
+        if self.pacing_timer_ns.is_some_and(|t| t <= now_ns) {
+            // tcp_pace_kick -> tcp_tsq_handler -> tcp_tsq_write.
+            self.pacing_timer_ns = None;
+            self.set_now(now_ns);
+            if self.tp.lost_out > self.tp.retrans_out
+                && self.tp.snd_cwnd > self.tp.packets_in_flight()
+            {
+                self.xmit_retransmit_queue(out);
+            }
+            self.write_xmit(out);
+        }
         let Some((what, deadline)) = self.xmit_timer else {
             return;
         };
@@ -788,4 +973,12 @@ pub(crate) struct SackState {
     pub last_sackt: u64,
     /// Lowest start_seq of a newly SACKed segment in a hole (reordering evidence).
     pub reord: Option<u64>,
+    /// The delivery-rate sample being built (`sack_state.rate`).
+    pub rate: RateSample,
+}
+
+/// `tcp_skb_sent_after`: whether (t1, seq1) was sent after (t2, seq2); ties in time are broken
+/// by sequence (include/net/tcp.h).
+pub(crate) fn tcp_skb_sent_after(t1: u64, t2: u64, seq1: u64, seq2: u64) -> bool {
+    t1 > t2 || (t1 == t2 && seq1 > seq2)
 }

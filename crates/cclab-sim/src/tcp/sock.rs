@@ -70,10 +70,39 @@ pub struct TcpSock {
     pub ca_state: CaState,
     /// Current retransmission timeout, microseconds (`icsk_rto`).
     pub icsk_rto_us: u32,
-    /// Pacing rate, bytes per second (`sk_pacing_rate`; 0 = no pacing).
+    /// Pacing rate, bytes per second (`sk_pacing_rate`). Set for every algorithm (by
+    /// `tcp_update_pacing_rate` or the algorithm's own `cong_control`), but it only paces when
+    /// `pacing_needed` (there is no fq qdisc in our model, as on this machine).
     pub pacing_rate_bytes_per_s: u64,
-    /// Non-zero while the flow is application-limited (`app_limited`).
+    /// Upper bound on the pacing rate, bytes per second (`sk_max_pacing_rate`, SO_MAX_PACING_RATE).
+    pub max_pacing_rate_bytes_per_s: u64,
+    /// `sk_pacing_status == SK_PACING_NEEDED`: TCP paces internally (an hrtimer per socket, as
+    /// `tcp_pacing_check` does without fq). BBR sets it in `init`.
+    pub pacing_needed: bool,
+    /// `sk_pacing_shift`: TSO autosizing budget is `pacing_rate >> shift` bytes (10 = ~1 ms).
+    pub pacing_shift: u32,
+    /// Earliest departure time of the next segment, ns (`tcp_wstamp_ns`, the EDT model).
+    pub tcp_wstamp_ns: u64,
+    /// The current time in ns (`tcp_clock_cache`); equals `tcp_mstamp_us * 1000` here.
+    pub tcp_clock_cache_ns: u64,
+    /// Data segments sent, including retransmissions (`data_segs_out`).
+    pub data_segs_out: u32,
+    /// Time of the latest delivery (ACK or SACK of new data), us (`delivered_mstamp`).
+    pub delivered_mstamp_us: u64,
+    /// Send time of the most recently (S)ACKed segment, or of the first segment sent when
+    /// nothing was in flight, us (`first_tx_mstamp`).
+    pub first_tx_mstamp_us: u64,
+    /// Non-zero while the flow is application-limited: the `delivered` count at which the
+    /// app-limited bubble ends (`app_limited`). Starts at `!0` as in `tcp_init_sock`, so the
+    /// samples of the first flight are marked app-limited.
     pub app_limited: u32,
+    /// Delivered segments of the last non-app-limited (or highest app-limited) sample
+    /// (`rate_delivered`, TCP_INFO's delivery rate numerator).
+    pub rate_delivered: u32,
+    /// Interval of that sample, us (`rate_interval_us`).
+    pub rate_interval_us: u32,
+    /// Whether that sample was app-limited (`rate_app_limited`).
+    pub rate_app_limited: bool,
     /// Jiffies of the last data transmission (`lsndtime`).
     pub lsndtime: u32,
     /// Whether the ACK being processed carried timestamps (`rx_opt.saw_tstamp`).
@@ -119,7 +148,18 @@ impl TcpSock {
             ca_state: CaState::Open,
             icsk_rto_us: 1_000_000,
             pacing_rate_bytes_per_s: 0,
-            app_limited: 0,
+            max_pacing_rate_bytes_per_s: u64::MAX,
+            pacing_needed: false,
+            pacing_shift: 10,
+            tcp_wstamp_ns: 0,
+            tcp_clock_cache_ns: 0,
+            data_segs_out: 0,
+            delivered_mstamp_us: 0,
+            first_tx_mstamp_us: 0,
+            app_limited: !0,
+            rate_delivered: 0,
+            rate_interval_us: 0,
+            rate_app_limited: true,
             lsndtime: 0,
             rx_saw_tstamp: false,
             rx_rcv_tsval: 0,
@@ -136,6 +176,11 @@ impl TcpSock {
     /// Convert milliseconds to jiffies as `msecs_to_jiffies` does (rounding up).
     pub fn msecs_to_jiffies(&self, ms: u32) -> u32 {
         ((ms as u64 * self.hz as u64).div_ceil(1000)) as u32
+    }
+
+    /// `tcp_stamp_us_delta(t1, t0)`: microseconds from `t0` to `t1`, 0 if negative.
+    pub fn stamp_us_delta(t1: u64, t0: u64) -> u64 {
+        t1.saturating_sub(t0)
     }
 
     /// `tcp_in_slow_start`.
