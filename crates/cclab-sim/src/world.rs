@@ -238,6 +238,9 @@ impl World {
                 },
                 algo,
             );
+            let mut sender = sender;
+            sender.tp.prandom_state =
+                cclab_net::rng::stream_seed(sc.seed, &format!("{}.cc", f.name));
             let receiver = Receiver::new(ReceiverConfig {
                 mss_bytes: f.mss_bytes,
                 sack: f.sack,

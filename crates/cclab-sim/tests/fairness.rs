@@ -49,6 +49,7 @@ pub const FAIR: &[&str] = &[
     "westwood",
     "illinois",
     "yeah",
+    "bbr",
 ];
 
 #[test]

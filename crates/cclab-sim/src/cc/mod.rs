@@ -12,6 +12,7 @@ pub mod params;
 mod registry;
 pub mod reno;
 // Issue 3 algorithms (one file each; each exposes `info()` and `build()`).
+pub mod bbr;
 pub mod bic;
 pub mod highspeed;
 pub mod htcp;

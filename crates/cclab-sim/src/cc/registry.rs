@@ -228,6 +228,7 @@ fn family() -> Vec<(AlgorithmInfo, BuildFn)> {
         (super::hybla::info(), super::hybla::build),
         (super::yeah::info(), super::yeah::build),
         (super::lp::info(), super::lp::build),
+        (super::bbr::info(), super::bbr::build),
     ]
 }
 

@@ -213,7 +213,12 @@ impl Sender {
             rtx: RtxQueue::new(cfg.mss_bytes),
             snd_wnd: u64::MAX,
             rtt_seq: 0,
-            rtt_min: MinMax::default(),
+            // tcp_init_sock: minmax_reset(&tp->rtt_min, tcp_jiffies32, ~0U).
+            rtt_min: {
+                let mut m = MinMax::default();
+                m.reset(0, u32::MAX);
+                m
+            },
             xmit_timer: None,
             icsk_backoff: 0,
             icsk_retransmits: 0,

@@ -113,6 +113,9 @@ pub struct TcpSock {
     pub rx_rcv_tsecr: u32,
     /// Our timestamp clock now, ms (`tcp_time_stamp_ts`, never 0).
     pub tcp_time_stamp_ms: u32,
+    /// State of this flow's random source for congestion control (`get_random_u32_below`),
+    /// seeded by the world from (seed, flow name) so runs are repeatable.
+    pub prandom_state: u64,
 }
 
 impl TcpSock {
@@ -165,6 +168,7 @@ impl TcpSock {
             rx_rcv_tsval: 0,
             rx_rcv_tsecr: 0,
             tcp_time_stamp_ms: 1,
+            prandom_state: 0x853c_49e6_748f_ea9b,
         }
     }
 
@@ -181,6 +185,17 @@ impl TcpSock {
     /// `tcp_stamp_us_delta(t1, t0)`: microseconds from `t0` to `t1`, 0 if negative.
     pub fn stamp_us_delta(t1: u64, t0: u64) -> u64 {
         t1.saturating_sub(t0)
+    }
+
+    /// `get_random_u32_below(ceil)`: a uniform integer in [0, ceil), from this flow's own
+    /// deterministic stream (splitmix64), standing in for the kernel's random pool.
+    pub fn random_u32_below(&mut self, ceil: u32) -> u32 {
+        self.prandom_state = self.prandom_state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.prandom_state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        ((z >> 32) * ceil as u64 >> 32) as u32
     }
 
     /// `tcp_in_slow_start`.
