@@ -27,8 +27,8 @@
 //! Each function names its kernel counterpart; fields keep the kernel's names and units
 //! (bandwidth in packets per microsecond << 24, gains in 1/256).
 //!
-//! Divergences: we do not model TSO, so `bbr_tso_segs` (the skb size) has no effect; the budget
-//! `bbr_tso_segs_goal` still enters cwnd as in Linux. `MAX_TCP_HEADER` is taken as 320 bytes
+//! Divergences: segments leave in GSO bursts of `bbr_tso_segs` (the core paces per skb, as
+//! Linux does), but each segment is its own packet on the links, as after software GSO. `MAX_TCP_HEADER` is taken as 320 bytes
 //! (x86-64), which matters only above ~4 Gbit/s. `rs.is_ack_delayed` is never set by our core.
 //! The gains and windows that Linux hard-codes are tunables here (defaults = Linux's constants).
 
@@ -90,6 +90,8 @@ const ACK_EPOCH_ACKED_RESET_THRESH: u32 = 1 << 20;
 const EXTRA_ACKED_MAX_US: u64 = 100 * 1000;
 /// `GSO_MAX_SIZE` (BIG TCP: 8 * 64 KiB) used by `bbr_tso_segs_goal`.
 const GSO_MAX_SIZE: u64 = 8 * 65536;
+/// `sk_gso_max_size` of a TUN or veth device (`GSO_LEGACY_MAX_SIZE`).
+const DEVICE_GSO_MAX_SIZE: u64 = 65536;
 /// `MAX_TCP_HEADER` on x86-64 (see the divergence note above).
 const MAX_TCP_HEADER: u64 = 320;
 
@@ -419,11 +421,16 @@ impl Bbr {
         }
     }
 
+    /// `bbr_tso_segs_generic`: a burst of about 1 ms at the pacing rate, within `gso_max_size`.
+    fn tso_segs_generic(tp: &TcpSock, mss_now: u32, gso_max_size: u64) -> u32 {
+        let bytes =
+            (tp.pacing_rate_bytes_per_s >> tp.pacing_shift).min(gso_max_size - 1 - MAX_TCP_HEADER);
+        (bytes / mss_now as u64).max(Self::min_tso_segs(tp)) as u32
+    }
+
     /// `bbr_tso_segs_goal`: segments per TSO burst at this pacing rate (GSO_MAX_SIZE bound).
     fn tso_segs_goal(tp: &TcpSock) -> u32 {
-        let bytes =
-            (tp.pacing_rate_bytes_per_s >> tp.pacing_shift).min(GSO_MAX_SIZE - 1 - MAX_TCP_HEADER);
-        (bytes / tp.mss_cache as u64).max(Self::min_tso_segs(tp)) as u32
+        Self::tso_segs_generic(tp, tp.mss_cache, GSO_MAX_SIZE)
     }
 
     /// `bbr_save_cwnd`: remember the last good cwnd before recovery or PROBE_RTT.
@@ -946,6 +953,11 @@ impl CongestionControl for Bbr {
         } else if self.mode == Mode::ProbeRtt {
             self.check_probe_rtt_done(tp);
         }
+    }
+
+    /// `bbr_tso_segs`: the skb size at transmit, within the device's 64 KiB `sk_gso_max_size`.
+    fn tso_segs(&self, tp: &TcpSock, mss_now: u32) -> Option<u32> {
+        Some(Self::tso_segs_generic(tp, mss_now, DEVICE_GSO_MAX_SIZE))
     }
 
     fn has_cong_control(&self) -> bool {

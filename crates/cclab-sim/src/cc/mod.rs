@@ -150,6 +150,11 @@ pub trait CongestionControl: Send {
     /// cwnd to restore when a reduction is undone (`undo_cwnd`).
     fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32;
 
+    /// Segments per skb when pacing (`tso_segs`); `None` uses the kernel's `tcp_tso_autosize`.
+    fn tso_segs(&self, _tp: &TcpSock, _mss_now: u32) -> Option<u32> {
+        None
+    }
+
     /// Whether this algorithm replaces the stock cwnd logic with `cong_control` (as BBR does).
     fn has_cong_control(&self) -> bool {
         false

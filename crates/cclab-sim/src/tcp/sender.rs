@@ -23,6 +23,9 @@ use crate::tcp::segment::{AckSeg, DataSeg};
 use crate::tcp::skb::{RtxQueue, Skb, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS};
 use crate::tcp::sock::TcpSock;
 
+/// `sk_gso_max_size` of the devices we stand in for (`GSO_LEGACY_MAX_SIZE`, TUN and veth).
+const GSO_MAX_SIZE_BYTES: u64 = 65536;
+
 /// `FLAG_*` bits of `tcp_ack` (net/ipv4/tcp_input.c).
 pub mod flag {
     pub const DATA: u32 = 0x01;
@@ -429,9 +432,37 @@ impl Sender {
         tp.pacing_rate_bytes_per_s = rate.min(tp.max_pacing_rate_bytes_per_s);
     }
 
+    /// `tcp_tso_segs`: segments per skb when pacing (the algorithm's `tso_segs`, else
+    /// `tcp_tso_autosize` with `tcp_min_tso_segs` 2, `tcp_tso_rtt_log` 9 and a 64 KiB
+    /// `sk_gso_max_size`, as on a TUN or veth device). Unpaced flows use one segment per skb
+    /// (we do not model TSO for them).
+    fn tso_segs(&self) -> u32 {
+        if !self.tp.pacing_needed {
+            return 1;
+        }
+        let mss = self.tp.mss_cache;
+        if let Some(segs) = self.cc.tso_segs(&self.tp, mss) {
+            return segs.max(1);
+        }
+        let mut bytes = self.tp.pacing_rate_bytes_per_s >> self.tp.pacing_shift;
+        let r = (self.tp.min_rtt_us >> 9) as u64;
+        if r < 32 {
+            bytes += GSO_MAX_SIZE_BYTES >> r;
+        }
+        bytes = bytes.min(GSO_MAX_SIZE_BYTES);
+        ((bytes / mss as u64) as u32).max(2)
+    }
+
     /// Send a segment (new or retransmission) and stamp it (`tcp_transmit_skb` +
-    /// `tcp_rate_skb_sent`).
+    /// `tcp_rate_skb_sent`); a retransmission is its own skb and advances the pacing clock.
     fn transmit(&mut self, idx: usize, retrans: bool, out: &mut Vec<DataSeg>) {
+        let (prior_wstamp_ns, len) = self.transmit_seg(idx, retrans, out);
+        self.update_skb_after_send(len, prior_wstamp_ns);
+    }
+
+    /// Put one segment on the wire; returns the EDT before it and its length. The caller
+    /// advances the pacing clock per skb (`tcp_update_skb_after_send`).
+    fn transmit_seg(&mut self, idx: usize, retrans: bool, out: &mut Vec<DataSeg>) -> (u64, u64) {
         // __tcp_transmit_skb: the skb leaves at the earliest departure time (EDT), never before
         // now; with internal pacing tcp_pacing_check made sure that time has come.
         let prior_wstamp_ns = self.tp.tcp_wstamp_ns;
@@ -479,7 +510,7 @@ impl Sender {
         });
         let len = skb.end_seq - skb.seq;
         self.stats.sent_pkts += 1;
-        self.update_skb_after_send(len, prior_wstamp_ns);
+        (prior_wstamp_ns, len)
     }
 
     /// `tcp_write_xmit`: send new data while cwnd and the peer's window allow.
@@ -493,11 +524,14 @@ impl Sender {
         let mss = self.cfg.mss_bytes as u64;
         let mut sent = 0u32;
         let mut is_cwnd_limited = false;
+        // The skb being built (GSO): (EDT before it, bytes, segments it may still take). Its
+        // segments leave together; the pacing check and the pacing clock act once per skb.
+        let mut skb: Option<(u64, u64, u32)> = None;
         while self.tp.snd_nxt < self.cfg.size_bytes {
             if probe && sent > 0 {
                 break;
             }
-            if self.pacing_check() {
+            if skb.is_none() && self.pacing_check() {
                 break;
             }
             if !probe && self.tp.packets_in_flight() >= self.tp.snd_cwnd {
@@ -520,7 +554,14 @@ impl Sender {
                 tx_is_app_limited: false,
             });
             let idx = self.rtx.len() - 1;
-            self.transmit(idx, false, out);
+            let (prior_wstamp_ns, len) = self.transmit_seg(idx, false, out);
+            let (prior, bytes, left) = skb.unwrap_or((prior_wstamp_ns, 0, self.tso_segs()));
+            if left <= 1 {
+                self.update_skb_after_send(bytes + len, prior);
+                skb = None;
+            } else {
+                skb = Some((prior, bytes + len, left - 1));
+            }
             // tcp_event_new_data_sent
             let prior_packets = self.tp.packets_out;
             self.tp.snd_nxt += len;
@@ -529,6 +570,9 @@ impl Sender {
                 self.rearm_rto();
             }
             sent += 1;
+        }
+        if let Some((prior, bytes, _)) = skb {
+            self.update_skb_after_send(bytes, prior);
         }
         if self.in_cwnd_reduction() {
             self.prr_out += sent;
