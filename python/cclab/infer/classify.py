@@ -1,0 +1,245 @@
+"""Which congestion control made this trace? A classifier trained on simulated traces.
+
+Training (``cclab infer train``) simulates every algorithm cclab has over a grid of paths (RTT
+10-600 ms, rate 1-100 Mbit/s, random loss 0-1e-2, buffer 0.25-4 BDP), 60 s each, sampled every
+10 ms like TCP_INFO, and stores the features of each trace (``features.py``) in the package
+(``model/features.csv``). Loading fits a random forest on that table with a fixed seed, so the
+model is the same everywhere and no pickled object crosses library versions. Presets are labelled
+with their base algorithm (``cubic-ios`` is CUBIC).
+
+The evaluation grid uses other values on every axis (RTT 20/60/200/450 ms, 3 and 30 Mbit/s,
+loss 0/3e-4/3e-3, buffer 0.5 and 2 BDP), so it never repeats a training path.
+
+"unknown": a trace whose features are far from every training trace (standardised distance to the
+nearest one above the training set's own 99th percentile, times 1.5), or whose best class gets
+under 40 % of the forest's votes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+from .features import FEATURES, features
+from .io import load_trace
+
+__all__ = [
+    "Identification",
+    "identify",
+    "train",
+    "evaluate",
+    "training_conditions",
+    "evaluation_conditions",
+    "MODEL_PATH",
+]
+
+MODEL_PATH = Path(__file__).with_name("model") / "features.csv"
+
+TRAIN_AXES = {
+    "rtt_ms": [10, 30, 100, 300, 600],
+    "rate_mbps": [1, 10, 100],
+    "loss": [0.0, 1e-4, 1e-3, 1e-2],
+    "buffer_bdp": [0.25, 1.0, 4.0],
+}
+EVAL_AXES = {
+    "rtt_ms": [20, 60, 200, 450],
+    "rate_mbps": [3, 30],
+    "loss": [0.0, 3e-4, 3e-3],
+    "buffer_bdp": [0.5, 2.0],
+}
+DURATION_S = 60.0
+MSS_BYTES = 1448
+_MIN_VOTE = 0.4
+
+
+@dataclass
+class Identification:
+    """The classifier's answer."""
+
+    algorithm: str
+    confidence: float
+    runner_up: str | None
+    scores: dict[str, float] = field(default_factory=dict)
+    nearest_distance: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "algorithm": self.algorithm,
+            "confidence": self.confidence,
+            "runner_up": self.runner_up,
+            "scores": self.scores,
+            "nearest_distance": self.nearest_distance,
+        }
+
+
+def _grid(axes: dict[str, list[float]]) -> list[dict[str, float]]:
+    keys = list(axes)
+    return [dict(zip(keys, v)) for v in itertools.product(*(axes[k] for k in keys))]
+
+
+def training_conditions(per_algorithm: int = 24, seed: int = 0) -> list[dict[str, float]]:
+    """A fixed sample of the training grid (the same paths for every algorithm)."""
+    g = _grid(TRAIN_AXES)
+    idx = np.random.default_rng(seed).choice(len(g), size=min(per_algorithm, len(g)), replace=False)
+    return [g[i] for i in sorted(idx)]
+
+
+def evaluation_conditions(n: int | None = None, seed: int = 1) -> list[dict[str, float]]:
+    """The evaluation grid (disjoint values from training), or a fixed sample of n of it."""
+    g = _grid(EVAL_AXES)
+    if n is None or n >= len(g):
+        return g
+    idx = np.random.default_rng(seed).choice(len(g), size=n, replace=False)
+    return [g[i] for i in sorted(idx)]
+
+
+def scenario_for(cc: str, cond: dict[str, float], seed: int = 1) -> dict[str, Any]:
+    """The simulated path of one grid point."""
+    rate_bps = cond["rate_mbps"] * 1e6
+    bdp_pkts = rate_bps * cond["rtt_ms"] / 1000 / 8 / 1500
+    return {
+        "name": f"{cc}-{cond['rtt_ms']}ms-{cond['rate_mbps']}M-{cond['loss']}-{cond['buffer_bdp']}bdp",
+        "duration_s": DURATION_S,
+        "seed": seed,
+        "sim": {"trace": "interval", "trace_interval_ms": 10},
+        "bottleneck": {
+            "rate_bps": rate_bps,
+            "delay_ms": cond["rtt_ms"] / 2,
+            "queue_pkts": max(4, int(round(cond["buffer_bdp"] * bdp_pkts))),
+            "loss": cond["loss"],
+        },
+        "flows": [{"cc": cc, "mss_bytes": MSS_BYTES}],
+    }
+
+
+def _labels() -> dict[str, str]:
+    """Every algorithm and preset the simulator has -> the class it belongs to (its base)."""
+    from .. import presets
+
+    return {a["name"]: a["base"] for a in presets.algorithms()}
+
+
+def _simulate_features(job: tuple[str, dict[str, float], int]) -> dict[str, Any]:
+    from ..sim import simulate
+
+    cc, cond, seed = job
+    r = simulate(scenario_for(cc, cond, seed))
+    f = features(load_trace(r.flows))
+    return {"cc": cc, **cond, "seed": seed, **dict(zip(FEATURES, f))}
+
+
+def _run(jobs: list[tuple[str, dict[str, float], int]], workers: int, progress: Callable[[int, int], None] | None) -> pd.DataFrame:
+    rows = []
+    if workers <= 1:
+        for i, j in enumerate(jobs):
+            rows.append(_simulate_features(j))
+            if progress:
+                progress(i + 1, len(jobs))
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=workers) as ex:
+            for i, row in enumerate(ex.map(_simulate_features, jobs, chunksize=2)):
+                rows.append(row)
+                if progress:
+                    progress(i + 1, len(jobs))
+    return pd.DataFrame(rows)
+
+
+def train(
+    path: Path | str = MODEL_PATH,
+    per_algorithm: int = 24,
+    workers: int = 2,
+    algorithms: Iterable[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> pd.DataFrame:
+    """Simulate the training grid for every algorithm and write the feature table to ``path``."""
+    algos = list(algorithms) if algorithms is not None else list(_labels())
+    jobs = [(cc, cond, 1) for cc in algos for cond in training_conditions(per_algorithm)]
+    df = _run(jobs, workers, progress)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(path, index=False, float_format="%.6g")
+    _model.cache_clear()
+    return df
+
+
+@lru_cache(maxsize=4)
+def _model(path: str = str(MODEL_PATH)) -> tuple[Any, np.ndarray, np.ndarray, float, list[str]]:
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.neighbors import NearestNeighbors
+
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"{p}: no trained model; run `cclab infer train` first")
+    df = pd.read_csv(p)
+    labels = _labels()
+    y = df["cc"].map(lambda c: labels.get(c, c)).to_numpy()
+    x = df[FEATURES].to_numpy(float)
+    mu, sd = x.mean(axis=0), x.std(axis=0)
+    sd[sd == 0] = 1.0
+    z = (x - mu) / sd
+    rf = RandomForestClassifier(n_estimators=300, random_state=0, min_samples_leaf=1)
+    rf.fit(z, y)
+    nn = NearestNeighbors(n_neighbors=2).fit(z)
+    d, _ = nn.kneighbors(z)
+    thresh = 1.5 * float(np.quantile(d[:, 1], 0.99))
+    return (rf, mu, sd, thresh, [nn])  # type: ignore[return-value]
+
+
+def identify(trace: Any, model_path: Path | str = MODEL_PATH) -> Identification:
+    """Name the algorithm behind ``trace`` (anything ``load_trace`` reads)."""
+    df = load_trace(trace)
+    rf, mu, sd, thresh, nn = _model(str(model_path))
+    z = ((features(df) - mu) / sd).reshape(1, -1)
+    proba = rf.predict_proba(z)[0]
+    order = np.argsort(proba)[::-1]
+    classes = [str(c) for c in rf.classes_]
+    scores = {classes[i]: float(proba[i]) for i in order}
+    dist = float(nn[0].kneighbors(z, n_neighbors=1)[0][0, 0])
+    best, conf = classes[order[0]], float(proba[order[0]])
+    runner = classes[order[1]] if len(order) > 1 else None
+    if dist > thresh or conf < _MIN_VOTE:
+        return Identification("unknown", 1.0 - conf if dist <= thresh else min(1.0, dist / (2 * thresh)),
+                              best, scores, dist)
+    return Identification(best, conf, runner, scores, dist)
+
+
+def evaluate(
+    conditions: list[dict[str, float]] | None = None,
+    algorithms: Iterable[str] | None = None,
+    workers: int = 2,
+    model_path: Path | str = MODEL_PATH,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Identify simulated traces of the evaluation grid; returns (per-trace results, confusion
+    matrix with true classes as rows and answers, including "unknown", as columns)."""
+    labels = _labels()
+    algos = list(algorithms) if algorithms is not None else [a for a, b in labels.items() if a == b]
+    conds = conditions if conditions is not None else evaluation_conditions()
+    jobs = [(cc, cond, 2) for cc in algos for cond in conds]
+    feats = _run(jobs, workers, progress)
+    rf, mu, sd, thresh, nn = _model(str(model_path))
+    rows = []
+    for _, r in feats.iterrows():
+        z = ((r[FEATURES].to_numpy(float) - mu) / sd).reshape(1, -1)
+        proba = rf.predict_proba(z)[0]
+        i = int(np.argmax(proba))
+        dist = float(nn[0].kneighbors(z, n_neighbors=1)[0][0, 0])
+        guess = str(rf.classes_[i]) if (dist <= thresh and proba[i] >= _MIN_VOTE) else "unknown"
+        rows.append({**{k: r[k] for k in ("cc", "rtt_ms", "rate_mbps", "loss", "buffer_bdp")},
+                     "true": labels.get(r["cc"], r["cc"]), "guess": guess, "confidence": float(proba[i])})
+    res = pd.DataFrame(rows)
+    cm = pd.crosstab(res["true"], res["guess"])
+    return res, cm
+
+
+def confusion_json(cm: pd.DataFrame) -> str:
+    """The confusion matrix as JSON ({true: {guess: count}})."""
+    return json.dumps({str(k): {str(c): int(v) for c, v in row.items()} for k, row in cm.iterrows()})

@@ -1,0 +1,288 @@
+"""CUBIC's parameters from a cwnd trace: the S0 paper's method C, automated, plus a fit.
+
+Per loss epoch (see ``cycles.py``) the window grows as
+
+    W(t) = c (t - K)^3 + W_max                     (2)   t: time since the reduction ended
+    K    = cbrt(b (W_max - W'))                    (3)
+
+so that c = (W(t) - W_max) / (t - K)^3 (4), b = K^3 / (W_max - W') (5) and, at t = 0, b = 1/c (6).
+
+Time runs from the end of the reduction, where W = W' (the paper's t = 0 of eq. (6); with Linux
+this is the end of fast recovery, about one RTT after the loss, where CUBIC's epoch starts).
+The paper read t, W, K, W_max and W' off its plots by eye. Here each epoch's growth is fitted by
+robust least squares (soft-L1 loss, so samples taken in recovery or at a cap do not drag it) to
+(2) with c, K and W_max free; W_max is then the plateau (where the slope is 0), as the paper
+defines it, which with CUBIC's fast convergence lies below the window at the previous loss. From
+the fit come the paper's table columns: K and W_max; W' from the data; (t, W) the last growth
+sample (in the convex part, as in the paper's tables); then c by (4), b by (5) and 1/c.
+
+Two ratios are reported: ``beta`` = W' / (window just before the reduction), the multiplicative
+decrease (Linux 0.7, the iOS stack ~0.8), and ``w_prime_over_wmax`` = W' / W_max(plateau), the
+paper's Table 3-4 ratio (~0.82 for Linux with fast convergence).
+
+A cycle enters the summary when its growth was seen past the fitted plateau (t > K: the concave
+part alone trades c against K and W_max) and its fit converged with a c interval narrower than c; the summary is the median over cycles with a bootstrap 95 % interval of the median
+(fixed seed: deterministic), or the single cycle's fit interval when only one cycle qualifies.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .cycles import Cycle, find_cycles, window_cap
+from .io import estimate_rtt_s, load_trace
+
+__all__ = ["Estimate", "CubicEstimate", "estimate_cubic", "cubic_from_table", "fit_cycle", "CycleFit"]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A value with its 95 % confidence interval (NaN bounds when unknown)."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+
+    def to_dict(self) -> dict[str, float | None]:
+        def f(x: float) -> float | None:
+            return None if x is None or not math.isfinite(x) else float(x)
+
+        return {"value": f(self.value), "ci_low": f(self.ci_low), "ci_high": f(self.ci_high)}
+
+
+@dataclass(frozen=True)
+class CycleFit:
+    """The least-squares fit of one epoch: parameters, 95 % intervals, residual RMS."""
+
+    c: Estimate
+    K_s: Estimate
+    wmax_pkts: Estimate
+    rms_pkts: float
+    n: int
+
+
+@dataclass
+class CubicEstimate:
+    """CUBIC's parameters estimated from a trace."""
+
+    c: Estimate
+    beta: Estimate
+    b: Estimate
+    K_s: Estimate
+    wmax_pkts: Estimate
+    #: One row per cycle: the paper's Table 3/4 columns (t_s, w_pkts, K_s, wmax_pkts,
+    #: w_prime_pkts), eqs. (4)/(5) (c_eq4, b_eq5, inv_c), beta and the fit with its interval.
+    cycles: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: The trace's window cap, if it sits on one (the papers' "max window").
+    cap_pkts: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        rows = self.cycles.replace({np.nan: None}).to_dict(orient="records")
+        return {
+            "c": self.c.to_dict(),
+            "beta": self.beta.to_dict(),
+            "b": self.b.to_dict(),
+            "K_s": self.K_s.to_dict(),
+            "wmax_pkts": self.wmax_pkts.to_dict(),
+            "cap_pkts": self.cap_pkts,
+            "cycles": rows,
+        }
+
+
+#: Growth samples per cycle given to the fit (more are thinned evenly).
+_MAX_FIT_POINTS = 300
+
+
+def _model(tau: np.ndarray, c: float, K: float, wm: float) -> np.ndarray:
+    return c * (tau - K) ** 3 + wm
+
+
+def _jac_at(tau: np.ndarray, p: np.ndarray) -> np.ndarray:
+    d = tau - p[1]
+    return np.column_stack([d**3, -3.0 * p[0] * d**2, np.ones_like(tau)])
+
+
+def _profile_start(tau: np.ndarray, w: np.ndarray) -> tuple[float, float, float]:
+    """Start for the fit: for each K on a grid, (c, W_max) by linear least squares (the model
+    is linear in them); keep the K with the smallest residual and c > 0."""
+    ks = np.linspace(0.0, 1.5 * float(tau[-1]) + 1e-3, 241)
+    x = (tau[None, :] - ks[:, None]) ** 3  # (k, n)
+    xm = x.mean(axis=1, keepdims=True)
+    wmn = w.mean()
+    sxx = ((x - xm) ** 2).sum(axis=1)
+    sxy = ((x - xm) * (w - wmn)[None, :]).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = np.where(sxx > 0, sxy / sxx, np.nan)
+    wm = wmn - c * xm[:, 0]
+    resid = ((c[:, None] * x + wm[:, None] - w[None, :]) ** 2).sum(axis=1)
+    resid[~(c > 0)] = np.inf
+    i = int(np.argmin(resid))
+    if not np.isfinite(resid[i]):
+        return 0.4, float(tau[-1]), float(np.max(w))
+    return float(c[i]), float(ks[i]), float(wm[i])
+
+
+def fit_cycle(tau: np.ndarray, w: np.ndarray) -> CycleFit | None:
+    """Fit W(tau) = c (tau - K)^3 + W_max to one epoch's growth (tau: s since the reduction).
+    Robust (soft-L1) least squares started from a profile search over K. None when there are
+    too few points or the fit fails."""
+    from scipy.optimize import least_squares
+    from scipy.stats import t as student_t
+
+    if len(tau) < 8 or np.ptp(w) < 2:
+        return None
+    c0, k0, wm0 = _profile_start(tau, w)
+
+    def jac(p: np.ndarray) -> np.ndarray:
+        d = tau - p[1]
+        return np.column_stack([d**3, -3.0 * p[0] * d**2, np.ones_like(d)])
+
+    try:
+        r = least_squares(
+            lambda p: _model(tau, p[0], p[1], p[2]) - w,
+            x0=[max(c0, 1e-5), min(max(k0, 0.0), 1e4), min(max(wm0, 0.0), 1e7)],
+            jac=jac,
+            bounds=([1e-6, 0.0, 0.0], [1e4, 1e4, 1e7]),
+            loss="soft_l1",
+            f_scale=1.0,
+            max_nfev=100,
+        )
+    except ValueError:
+        return None
+    if r.status < 0:
+        return None
+    res = r.fun
+    dof = len(w) - 3
+    s2 = float(res @ res) / max(dof, 1)
+    J = jac(r.x)
+    try:
+        cov = np.linalg.inv(J.T @ J) * s2
+        se = np.sqrt(np.clip(np.diag(cov), 0, None))
+    except np.linalg.LinAlgError:
+        se = np.full(3, np.nan)
+    q = float(student_t.ppf(0.975, max(dof, 1)))
+    est = [Estimate(float(v), float(v - q * e), float(v + q * e)) for v, e in zip(r.x, se)]
+    return CycleFit(c=est[0], K_s=est[1], wmax_pkts=est[2], rms_pkts=math.sqrt(s2), n=len(w))
+
+
+def _cycle_row(trace_t: np.ndarray, trace_w: np.ndarray, cyc: Cycle, cap: float | None) -> dict[str, Any]:
+    t = trace_t[cyc.i0 : cyc.i1]
+    w = trace_w[cyc.i0 : cyc.i1]
+    keep = np.ones_like(w, dtype=bool) if cap is None else w < cap - 0.5
+    tau, wg = t[keep] - cyc.t0_s, w[keep]
+    if len(tau) > _MAX_FIT_POINTS:  # evenly thinned: the fit needs shape, not every sample
+        pick = np.linspace(0, len(tau) - 1, _MAX_FIT_POINTS).round().astype(int)
+        tau, wg = tau[pick], wg[pick]
+    fit = fit_cycle(tau, wg)
+    row: dict[str, Any] = {
+        "t_reduce_s": cyc.t_reduce_s,
+        "t0_s": cyc.t0_s,
+        "t_end_s": cyc.t_end_s,
+        "w_before_pkts": cyc.wmax_pkts,
+        "w_prime_pkts": cyc.w_prime_pkts,
+        "beta": cyc.beta,
+        "timeout": cyc.timeout,
+        "n_samples": int(len(wg)),
+    }
+    if fit is None:
+        return row | {"fit_ok": False}
+    K, wm, c = fit.K_s.value, fit.wmax_pkts.value, fit.c.value
+    # The paper's (t, W): the last growth sample (convex part when the plateau was passed).
+    t_pt, w_pt = (float(tau[-1]), float(wg[-1])) if len(tau) else (math.nan, math.nan)
+    denom = (t_pt - K) ** 3
+    c_eq4 = (w_pt - wm) / denom if abs(t_pt - K) > 0.05 * max(K, 1e-9) and denom != 0 else math.nan
+    b_eq5 = K**3 / (wm - cyc.w_prime_pkts) if wm > cyc.w_prime_pkts else math.nan
+    # Only an epoch seen past its plateau pins the curve down: the concave part alone trades c
+    # against K and W_max (and ACK clocking at growing RTT flattens it).
+    ok = (
+        not cyc.timeout
+        and t_pt > K
+        and math.isfinite(fit.c.ci_low)
+        and (fit.c.ci_high - fit.c.ci_low) < c
+        and wm > cyc.w_prime_pkts
+    )
+    return row | {
+        "t_s": t_pt,
+        "w_pkts": w_pt,
+        "K_s": K,
+        "wmax_pkts": wm,
+        "w_prime_over_wmax": cyc.w_prime_pkts / wm if wm > 0 else math.nan,
+        "c_eq4": c_eq4,
+        "b_eq5": b_eq5,
+        "inv_c": 1.0 / c_eq4 if c_eq4 and math.isfinite(c_eq4) else math.nan,
+        "c_fit": c,
+        "c_fit_ci_low": fit.c.ci_low,
+        "c_fit_ci_high": fit.c.ci_high,
+        "K_fit_ci_low": fit.K_s.ci_low,
+        "K_fit_ci_high": fit.K_s.ci_high,
+        "fit_rms_pkts": fit.rms_pkts,
+        "fit_ok": bool(ok),
+    }
+
+
+def _summary(values: np.ndarray, single_ci: tuple[float, float] | None = None) -> Estimate:
+    v = values[np.isfinite(values)]
+    if v.size == 0:
+        return Estimate(math.nan, math.nan, math.nan)
+    med = float(np.median(v))
+    if v.size == 1:
+        lo, hi = single_ci if single_ci else (math.nan, math.nan)
+        return Estimate(med, lo, hi)
+    rng = np.random.default_rng(0)
+    boots = np.median(rng.choice(v, size=(2000, v.size), replace=True), axis=1)
+    return Estimate(med, float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975)))
+
+
+def estimate_cubic(trace: Any, *, rtt_ms: float | None = None, max_cycles: int | None = None) -> CubicEstimate:
+    """Estimate CUBIC's c, beta, b, K and W_max from a trace (anything ``load_trace`` reads, or
+    a flows DataFrame / RunResult). ``max_cycles`` keeps the first N usable cycles (the paper
+    used 3). ``rtt_ms`` is accepted for symmetry with other estimators and recorded; the
+    method needs no RTT."""
+    df = load_trace(trace)
+    t = df["t_s"].to_numpy(float)
+    w = df["cwnd_pkts"].to_numpy(float)
+    cap = window_cap(w)
+    rows = [_cycle_row(t, w, cyc, cap) for cyc in find_cycles(df)]
+    cycles = pd.DataFrame(rows)
+    if cycles.empty:
+        nan = Estimate(math.nan, math.nan, math.nan)
+        return CubicEstimate(nan, nan, nan, nan, nan, cycles, cap)
+    cycles.insert(0, "cycle", np.arange(1, len(cycles) + 1))
+    good = cycles[cycles.get("fit_ok", False) == True]  # noqa: E712 (pandas mask)
+    if max_cycles is not None:
+        good = good.head(max_cycles)
+    single = None
+    if len(good) == 1:
+        single = (float(good["c_fit_ci_low"].iloc[0]), float(good["c_fit_ci_high"].iloc[0]))
+    col = lambda name: good[name].to_numpy(float) if name in good else np.array([])  # noqa: E731
+    non_to = cycles[~cycles["timeout"]]
+    est = CubicEstimate(
+        c=_summary(col("c_fit"), single),
+        beta=_summary(non_to["beta"].to_numpy(float)),
+        b=_summary(col("b_eq5")),
+        K_s=_summary(col("K_s")),
+        wmax_pkts=_summary(col("wmax_pkts")),
+        cycles=cycles,
+        cap_pkts=cap,
+    )
+    if rtt_ms is not None:
+        est.cycles.attrs["rtt_ms"] = rtt_ms
+    else:
+        est.cycles.attrs["rtt_ms"] = estimate_rtt_s(df) * 1000
+    return est
+
+
+def cubic_from_table(rows: pd.DataFrame | Sequence[dict[str, float]]) -> pd.DataFrame:
+    """Eqs. (4) and (5) on rows of the paper's Table 3/4 layout (t_s, w_pkts, K_s, wmax_pkts,
+    w_prime_pkts): adds c, b and 1/c, the layout of Tables 5/6."""
+    df = pd.DataFrame(rows).copy()
+    df["c"] = (df["w_pkts"] - df["wmax_pkts"]) / (df["t_s"] - df["K_s"]) ** 3
+    df["b"] = df["K_s"] ** 3 / (df["wmax_pkts"] - df["w_prime_pkts"])
+    df["inv_c"] = 1.0 / df["c"]
+    return df
+

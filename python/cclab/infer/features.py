@@ -1,0 +1,100 @@
+"""Features of a cwnd trace that tell congestion-control algorithms apart.
+
+The Kato et al. view (S0 method D): sample cwnd once per RTT, cwnd_i, and look at
+dcwnd_i = cwnd_{i+1} - cwnd_i against cwnd_i in the growth phases: AIMD is flat at 1, HighSpeed
+a rising step function, Scalable a line through the origin (1 % of cwnd), CUBIC concave then
+convex around W_max, Vegas near 0 at equilibrium, BBR flat (cwnd = 2 BDP) with PROBE_RTT dips.
+Every feature is a number; NaN-free (a missing quantity gets a neutral value and a flag).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .cycles import find_cycles
+from .io import estimate_rtt_s, per_rtt
+
+__all__ = ["FEATURES", "features", "kato_points"]
+
+#: Feature names, in the order ``features`` returns them.
+FEATURES = [
+    "beta",             # median W'/W before the reduction (1 when no reduction)
+    "has_cycles",       # 1 when at least one non-timeout reduction was seen
+    "reductions_per_100rtt",
+    "d_median",         # median dcwnd per RTT in growth (packets)
+    "d_rel_median",     # median dcwnd / cwnd per RTT in growth
+    "d_slope",          # slope of dcwnd vs cwnd in growth, normalised by the mean dcwnd
+    "curvature",        # growth-phase curvature: RMS of a line fit / window range (0 = linear)
+    "flat_frac",        # share of per-RTT steps with |dcwnd| <= 1 % of cwnd
+    "low_frac",         # share of time at cwnd <= 4 (BBR's PROBE_RTT)
+    "dip_period_s",     # median spacing of dips to <= 4 packets (0 when fewer than 2)
+    "cv_late",          # coefficient of variation of cwnd in the second half
+    "timeout_frac",     # share of reductions that fell below 30 % (RTO-like)
+]
+
+
+def kato_points(trace: pd.DataFrame, rtt_s: float | None = None) -> pd.DataFrame:
+    """Per-RTT (cwnd_i, dcwnd_i) pairs of the growth phases (dcwnd >= 0 steps between
+    reductions), with the time of each."""
+    pr = per_rtt(trace, rtt_s)
+    w = pr["cwnd_pkts"].to_numpy(float)
+    d = np.diff(w)
+    keep = d >= 0
+    return pd.DataFrame({"t_s": pr["t_s"].to_numpy()[:-1][keep], "cwnd_pkts": w[:-1][keep], "dcwnd_pkts": d[keep]})
+
+
+def features(trace: pd.DataFrame) -> np.ndarray:
+    """The FEATURES of one trace (columns t_s, cwnd_pkts, optional ca_state, RTT columns)."""
+    rtt = estimate_rtt_s(trace)
+    t = trace["t_s"].to_numpy(float)
+    w = trace["cwnd_pkts"].to_numpy(float)
+    dur = max(t[-1] - t[0], rtt) if len(t) else rtt
+    cyc = find_cycles(trace)
+    real = [c for c in cyc if not c.timeout]
+    beta = float(np.median([c.beta for c in real])) if real else 1.0
+    pr = per_rtt(trace, rtt)
+    wp = pr["cwnd_pkts"].to_numpy(float)
+    d = np.diff(wp)
+    grow = d >= 0
+    wg, dg = wp[:-1][grow], d[grow]
+    d_med = float(np.median(dg)) if dg.size else 0.0
+    d_rel = float(np.median(dg / np.maximum(wg, 1.0))) if dg.size else 0.0
+    if dg.size >= 5 and np.ptp(wg) > 0:
+        slope = float(np.polyfit(wg, dg, 1)[0])
+        d_slope = slope * float(np.mean(wg)) / max(float(np.mean(dg)), 1e-3)
+    else:
+        d_slope = 0.0
+    curv = []
+    for c in real:
+        seg = (t >= c.t0_s) & (t < c.t_end_s)
+        ts, ws = t[seg], w[seg]
+        if len(ts) >= 8 and np.ptp(ws) >= 3:
+            resid = ws - np.polyval(np.polyfit(ts, ws, 1), ts)
+            curv.append(float(np.sqrt(np.mean(resid**2)) / np.ptp(ws)))
+    curvature = float(np.median(curv)) if curv else 0.0
+    flat = float(np.mean(np.abs(d) <= 0.01 * np.maximum(wp[:-1], 1.0))) if d.size else 1.0
+    low = w <= 4
+    low_frac = float(np.mean(low)) if len(w) else 0.0
+    starts = t[1:][low[1:] & ~low[:-1]] if len(w) > 1 else np.array([])
+    dip = float(np.median(np.diff(starts))) if starts.size >= 2 else 0.0
+    late = w[len(w) // 2 :]
+    cv = float(np.std(late) / max(np.mean(late), 1e-9)) if late.size else 0.0
+    to_frac = float(np.mean([c.timeout for c in cyc])) if cyc else 0.0
+    return np.array(
+        [
+            beta,
+            1.0 if real else 0.0,
+            100.0 * len(real) * rtt / dur,
+            d_med,
+            d_rel,
+            d_slope,
+            curvature,
+            flat,
+            low_frac,
+            dip,
+            cv,
+            to_frac,
+        ],
+        dtype=float,
+    )

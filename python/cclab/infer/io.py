@@ -1,0 +1,287 @@
+"""Importers: every input becomes one trace table in cclab's flows schema.
+
+What each input can reveal:
+
+========================  ===========================================================================
+input                     what it gives
+========================  ===========================================================================
+cclab traces (parquet,    everything the simulator or the kernel backend recorded: cwnd, ssthresh,
+DataFrame, RunResult)     ca_state (so recovery periods are known), RTTs, delivered bytes
+TCP_INFO CSV              the kernel's own cwnd, ssthresh, ca_state, RTTs at the sampling period
+(shared/data/kernel-...)  (10 ms): as good as a cclab trace, at that resolution
+``ss -tin`` log           cwnd, ssthresh, RTT and the algorithm's name, at the logging period
+                          (~5 ms per call at best); no ca_state
+CSV (time, cwnd)          cwnd only: cycles are found from the shape alone
+pcap / pcapng             no cwnd at all: the bytes in flight (highest sequence sent minus highest
+(sender side)             ACK) per ACK, which equals cwnd only while the sender is cwnd-limited and
+                          under-reads it during recovery and when application-limited
+========================  ===========================================================================
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["load_trace", "InputError", "FORMATS"]
+
+#: Accepted values of ``fmt``.
+FORMATS = ("cclab", "tcpinfo", "csv", "ss", "pcap")
+
+#: ca_state names by value (Linux enum tcp_ca_state).
+_CA = ["open", "disorder", "cwr", "recovery", "loss"]
+
+
+class InputError(ValueError):
+    """A trace could not be read; the message names the file, column or option."""
+
+
+def _err(msg: str) -> InputError:
+    return InputError(msg)
+
+
+def load_trace(
+    source: Any,
+    *,
+    fmt: str | None = None,
+    time_col: str | None = None,
+    cwnd_col: str | None = None,
+    flow: str | int | None = None,
+) -> pd.DataFrame:
+    """Read a trace into cclab's flows schema (at least ``t_s`` and ``cwnd_pkts``).
+
+    ``source``: a path (parquet, CSV, ss log, pcap), a DataFrame or a RunResult. ``fmt`` forces
+    the format (one of FORMATS); otherwise it is guessed from the suffix and the columns.
+    ``time_col``/``cwnd_col`` name the columns of a plain CSV (time in seconds, cwnd in
+    packets). ``flow`` picks one flow of a multi-flow cclab trace (name or index; default the
+    first).
+    """
+    if fmt is not None and fmt not in FORMATS:
+        raise _err(f"fmt: {fmt!r} is not one of {', '.join(FORMATS)}")
+    if hasattr(source, "flows") and isinstance(getattr(source, "flows"), pd.DataFrame):
+        return _one_flow(source.flows, flow)
+    if isinstance(source, pd.DataFrame):
+        return _from_frame(source, fmt, time_col, cwnd_col, flow, "DataFrame")
+    path = Path(source)
+    if not path.is_file():
+        raise _err(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    if fmt == "pcap" or (fmt is None and suffix in (".pcap", ".pcapng", ".cap")):
+        return _from_pcap(path)
+    if fmt == "ss" or (fmt is None and suffix in (".log", ".txt", ".ss")):
+        return _from_ss(path)
+    if suffix == ".parquet":
+        return _from_frame(pd.read_parquet(path), fmt, time_col, cwnd_col, flow, str(path))
+    try:
+        df = pd.read_csv(path)
+    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as e:
+        raise _err(f"{path}: not a CSV file ({e})") from None
+    return _from_frame(df, fmt, time_col, cwnd_col, flow, str(path))
+
+
+def _from_frame(
+    df: pd.DataFrame, fmt: str | None, time_col: str | None, cwnd_col: str | None, flow: Any, what: str
+) -> pd.DataFrame:
+    cols = set(df.columns)
+    if fmt in (None, "cclab") and {"t_s", "cwnd_pkts"} <= cols and time_col is None and cwnd_col is None:
+        return _one_flow(df, flow)
+    if fmt in (None, "tcpinfo") and {"t", "snd_cwnd"} <= cols and time_col is None and cwnd_col is None:
+        return _from_tcpinfo(df)
+    tc = time_col or next((c for c in ("t_s", "time_s", "time", "t") if c in cols), None)
+    cc = cwnd_col or next((c for c in ("cwnd_pkts", "cwnd", "snd_cwnd") if c in cols), None)
+    for name, col in (("--time-col", tc), ("--cwnd-col", cc)):
+        if col is None or col not in cols:
+            raise _err(
+                f"{what}: {name} {col!r} is not a column; columns are: {', '.join(map(str, df.columns))}"
+            )
+    t = pd.to_numeric(df[tc], errors="coerce")
+    w = pd.to_numeric(df[cc], errors="coerce")
+    ok = t.notna() & w.notna()
+    if ok.sum() < 2:
+        raise _err(f"{what}: columns {tc!r}/{cc!r} hold fewer than 2 numeric rows")
+    out = pd.DataFrame({"t_s": t[ok].to_numpy(float), "cwnd_pkts": w[ok].to_numpy(float)})
+    return out.sort_values("t_s", kind="stable").reset_index(drop=True)
+
+
+def _one_flow(df: pd.DataFrame, flow: Any) -> pd.DataFrame:
+    if "flow" in df.columns and df["flow"].nunique() > 1:
+        names = list(pd.unique(df["flow"]))
+        if flow is None:
+            pick = names[0]
+        elif isinstance(flow, int) and not isinstance(flow, bool):
+            if not 0 <= flow < len(names):
+                raise _err(f"flow: index {flow} out of range 0..{len(names) - 1}")
+            pick = names[flow]
+        elif flow in names:
+            pick = flow
+        else:
+            raise _err(f"flow: {flow!r} is not one of {', '.join(map(str, names))}")
+        df = df[df["flow"] == pick]
+    out = df.copy()
+    if "ca_state" in out.columns and not pd.api.types.is_numeric_dtype(out["ca_state"]):
+        out["ca_state"] = out["ca_state"].map({n: i for i, n in enumerate(_CA)}).astype(float)
+    out["cwnd_pkts"] = out["cwnd_pkts"].astype(float)
+    return out.sort_values("t_s", kind="stable").reset_index(drop=True)
+
+
+def _from_tcpinfo(df: pd.DataFrame) -> pd.DataFrame:
+    """TCP_INFO samples with the kernel's field names and units (us, bytes/s)."""
+    out = pd.DataFrame({"t_s": df["t"].astype(float), "cwnd_pkts": df["snd_cwnd"].astype(float)})
+    if "snd_ssthresh" in df:
+        out["ssthresh_pkts"] = df["snd_ssthresh"].where(df["snd_ssthresh"] < 0x7FFFFFFF).astype(float)
+    for src, dst in (("rtt", "srtt_ms"), ("rttvar", "rttvar_ms"), ("min_rtt", "min_rtt_ms"), ("rto", "rto_ms")):
+        if src in df:
+            out[dst] = df[src].astype(float) / 1000.0
+    if "ca_state" in df:
+        out["ca_state"] = df["ca_state"].astype(float)
+    if "bytes_acked" in df:
+        out["delivered_bytes"] = df["bytes_acked"].astype(float)
+    if "total_retrans" in df:
+        out["retrans_pkts"] = df["total_retrans"].astype(float)
+    if "pacing_rate" in df:
+        out["pacing_rate_bps"] = df["pacing_rate"].astype(float) * 8
+    if "delivery_rate" in df:
+        out["delivery_rate_bps"] = df["delivery_rate"].astype(float) * 8
+    return out.sort_values("t_s", kind="stable").reset_index(drop=True)
+
+
+_SS_FIELD = re.compile(r"\b(cwnd|ssthresh|rto|minrtt|mss):([0-9.]+)")
+_SS_RTT = re.compile(r"\brtt:([0-9.]+)/([0-9.]+)")
+_SS_RATE = re.compile(r"\b(pacing_rate|delivery_rate) ([0-9.]+)([KMG]?)bps")
+_SS_TIME = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*$")
+_SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9}
+
+
+def _from_ss(path: Path) -> pd.DataFrame:
+    """Repeated ``ss -tin`` output. A line holding only a number (e.g. ``date +%s.%N``) sets the
+    time of the samples after it; without such lines samples are numbered (t_s = index)."""
+    rows: list[dict[str, Any]] = []
+    now: float | None = None
+    algo = None
+    for lineno, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        m = _SS_TIME.match(line)
+        if m:
+            now = float(m.group(1))
+            continue
+        if "cwnd:" not in line:
+            continue
+        row: dict[str, Any] = {"t_s": now if now is not None else float(len(rows))}
+        for k, v in _SS_FIELD.findall(line):
+            row[k] = float(v)
+        r = _SS_RTT.search(line)
+        if r:
+            row["srtt_ms"], row["rttvar_ms"] = float(r.group(1)), float(r.group(2))
+        for k, v, unit in _SS_RATE.findall(line):
+            row[f"{k}_bps"] = float(v) * _SCALE[unit]
+        tok = line.split()
+        if tok and tok[0].isalpha() and algo is None:
+            algo = tok[0]
+        rows.append(row)
+    if len(rows) < 2:
+        raise _err(f"{path}: fewer than 2 `ss -tin` samples (lines with cwnd:) found")
+    df = pd.DataFrame(rows).rename(
+        columns={"cwnd": "cwnd_pkts", "ssthresh": "ssthresh_pkts", "rto": "rto_ms", "minrtt": "min_rtt_ms"}
+    )
+    t0 = df["t_s"].iloc[0]
+    df["t_s"] = df["t_s"] - t0
+    df.attrs["algorithm_hint"] = algo
+    return df.sort_values("t_s", kind="stable").reset_index(drop=True)
+
+
+def _from_pcap(path: Path) -> pd.DataFrame:
+    """Bytes in flight per ACK from a capture taken at or near the sender (IPv4/IPv6 TCP; the
+    sender is the endpoint sending the most payload). cwnd_pkts = in-flight bytes / MSS, where
+    MSS is the largest payload seen."""
+    import dpkt
+
+    with path.open("rb") as fh:
+        try:
+            reader = dpkt.pcapng.Reader(fh) if path.suffix.lower() == ".pcapng" else dpkt.pcap.Reader(fh)
+        except (ValueError, dpkt.dpkt.NeedData) as e:
+            raise _err(f"{path}: not a pcap/pcapng capture ({e})") from None
+        link = reader.datalink()
+        pkts = []
+        for ts, buf in reader:
+            ip = _ip_of(buf, link)
+            if ip is None or not isinstance(ip.data, dpkt.tcp.TCP):
+                continue
+            tcp = ip.data
+            pkts.append((float(ts), bytes(ip.src), tcp.sport, bytes(ip.dst), tcp.dport, tcp.seq, tcp.ack,
+                         len(tcp.data), bool(tcp.flags & dpkt.tcp.TH_ACK)))
+    if not pkts:
+        raise _err(f"{path}: no TCP packets found")
+    payload: dict[tuple, int] = {}
+    for p in pkts:
+        key = (p[1], p[2], p[3], p[4])
+        payload[key] = payload.get(key, 0) + p[7]
+    fwd = max(payload, key=payload.get)
+    if payload[fwd] == 0:
+        raise _err(f"{path}: no TCP payload found (capture data at the sender)")
+    rev = (fwd[2], fwd[3], fwd[0], fwd[1])
+    mss = max(p[7] for p in pkts if (p[1], p[2], p[3], p[4]) == fwd)
+    isn = next(p[5] for p in pkts if (p[1], p[2], p[3], p[4]) == fwd)
+    hi_seq = 0
+    hi_ack = 0
+    t0 = pkts[0][0]
+    rows = []
+    for ts, src, sport, dst, dport, seq, ack, ln, has_ack in pkts:
+        key = (src, sport, dst, dport)
+        if key == fwd and ln:
+            hi_seq = max(hi_seq, ((seq - isn) & 0xFFFFFFFF) + ln)
+        elif key == rev and has_ack:
+            a = (ack - isn) & 0xFFFFFFFF
+            if a > hi_ack and a <= hi_seq + 1:
+                hi_ack = a
+            rows.append((ts - t0, max(hi_seq - hi_ack, 0) / mss))
+    if len(rows) < 2:
+        raise _err(f"{path}: fewer than 2 ACKs for the main flow")
+    df = pd.DataFrame(rows, columns=["t_s", "cwnd_pkts"])
+    df.attrs["source"] = "pcap: bytes in flight / MSS"
+    df.attrs["mss_bytes"] = mss
+    return df
+
+
+def _ip_of(buf: bytes, link: int) -> Any:
+    import dpkt
+
+    try:
+        if link == dpkt.pcap.DLT_EN10MB:
+            eth = dpkt.ethernet.Ethernet(buf)
+            return eth.data if isinstance(eth.data, (dpkt.ip.IP, dpkt.ip6.IP6)) else None
+        if link in (dpkt.pcap.DLT_RAW, 101, 12, 14):
+            return dpkt.ip.IP(buf) if buf and buf[0] >> 4 == 4 else dpkt.ip6.IP6(buf)
+        if link == dpkt.pcap.DLT_LINUX_SLL:
+            s = dpkt.sll.SLL(buf)
+            return s.data if isinstance(s.data, (dpkt.ip.IP, dpkt.ip6.IP6)) else None
+    except (dpkt.dpkt.UnpackError, IndexError):
+        return None
+    return None
+
+
+def per_rtt(trace: pd.DataFrame, rtt_s: float | None = None) -> pd.DataFrame:
+    """The cwnd once per RTT (the last sample in each RTT-long bin): Kato et al.'s sampling.
+    ``rtt_s`` defaults to the trace's minimum RTT (min_rtt_ms or srtt_ms), else 0.1 s."""
+    rtt = rtt_s or estimate_rtt_s(trace)
+    t = trace["t_s"].to_numpy(float)
+    w = trace["cwnd_pkts"].to_numpy(float)
+    if len(t) == 0:
+        return pd.DataFrame({"t_s": [], "cwnd_pkts": []})
+    bins = np.floor((t - t[0]) / rtt).astype(np.int64)
+    last = np.r_[bins[1:] != bins[:-1], True]
+    return pd.DataFrame({"t_s": t[last], "cwnd_pkts": w[last]}).reset_index(drop=True)
+
+
+def estimate_rtt_s(trace: pd.DataFrame) -> float:
+    """The path's base RTT from the trace (median of min_rtt_ms, else 5th percentile of
+    srtt_ms), or 0.1 s when the trace has no RTT."""
+    for col, q in (("min_rtt_ms", 0.5), ("srtt_ms", 0.05)):
+        if col in trace.columns:
+            v = pd.to_numeric(trace[col], errors="coerce").dropna()
+            v = v[v > 0]
+            if len(v):
+                return float(v.quantile(q)) / 1000.0
+    return 0.1
