@@ -82,6 +82,7 @@ Examples:
   cclab run scenarios/s0-100ms.toml --set bottleneck.loss=1e-3 --seed 2
   cclab validate my.toml
   cclab presets
+  cclab infer cubic out/s0-25ms/traces.parquet
 """,
 )
 @click.version_option(package_name="cclab")
@@ -192,6 +193,11 @@ def presets() -> None:
             params = "preset of " + algo["base"] + ": " + ", ".join(f"{k}={v}" for k, v in algo["preset_params"].items())
         a.add_row(algo["name"], algo["description"], algo["source"], params)
     out.print(a)
+
+
+from .cli_infer import infer as _infer  # noqa: E402
+
+cli.add_command(_infer)
 
 
 def main() -> None:

@@ -1,0 +1,181 @@
+"""Trace inference: the paper's arithmetic, the CUBIC estimator on simulated and kernel traces,
+the classifier on a held-out grid and on kernel traces, importers, and the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import cclab
+from cclab import infer
+from cclab.infer import classify
+
+from .conftest import needs_core
+from .test_kernel_fidelity import TRACES
+
+PAPER = Path(infer.__file__).with_name("paper")
+needs_traces = pytest.mark.skipif(not TRACES.is_dir(), reason="shared/data/kernel-traces not found")
+
+
+@pytest.mark.parametrize(("inputs", "published"), [("3", "5"), ("4", "6")])
+def test_paper_tables_through_eqs_4_and_5_give_its_tables_5_and_6(inputs, published):
+    got = infer.cubic_from_table(pd.read_csv(PAPER / f"s0_table{inputs}.csv"))
+    ref = pd.read_csv(PAPER / f"s0_table{published}.csv")
+    m = got.merge(ref, on=["stack", "rtt_ms", "cycle"], suffixes=("", "_paper"))
+    assert len(m) == 36
+    # The paper rounds t and K to 0.01 s before computing; c to 3 decimals, b and 1/c to 2.
+    assert np.max(np.abs(m["c"] - m["c_paper"]) / m["c_paper"]) < 0.02
+    assert np.median(np.abs(m["c"] - m["c_paper"])) <= 0.0015
+    assert np.median(np.abs(m["b"] - m["b_paper"])) <= 0.015
+    assert np.median(np.abs(m["inv_c"] - m["inv_c_paper"])) <= 0.03
+
+
+def _cubic_run(c: float, beta: float, rtt_ms: float, noise: float = 0.0) -> pd.DataFrame:
+    bdp = 300
+    r = cclab.simulate(
+        {
+            "name": "cubic-fit",
+            "duration_s": 120,
+            "sim": {"trace": "interval", "trace_interval_ms": 10},
+            "bottleneck": {"rate_bps": bdp * 1500 * 8 / (rtt_ms / 1000), "delay_ms": rtt_ms / 2, "queue_pkts": bdp},
+            "flows": [{"cc": "cubic", "cc_params": {"c": c, "beta": beta}}],
+        }
+    )
+    f = infer.load_trace(r.flows)
+    if noise:
+        f = f.drop(columns=["ca_state"])
+        f["cwnd_pkts"] = f["cwnd_pkts"] + np.random.default_rng(0).normal(0, noise, len(f))
+    return f
+
+
+@needs_core
+def test_cubic_estimator_recovers_c_and_beta_on_simulated_traces():
+    cases = [(0.1, 0.5, 100), (0.25, 0.8, 550), (0.4, 0.7, 25), (0.7, 0.6, 200), (1.0, 0.85, 50)]
+    err_c, err_b = [], []
+    for c, beta, rtt in cases:
+        est = infer.estimate_cubic(_cubic_run(c, beta, rtt))
+        err_c.append(abs(est.c.value - c) / c)
+        err_b.append(abs(est.beta.value - beta))
+        assert est.c.ci_low <= est.c.value <= est.c.ci_high
+    assert np.median(err_c) < 0.05, err_c
+    assert np.median(err_b) < 0.02, err_b
+
+
+@needs_core
+def test_cubic_estimator_tolerates_sampling_noise_and_no_ca_state():
+    est = infer.estimate_cubic(_cubic_run(0.4, 0.7, 100, noise=2.0))
+    assert abs(est.c.value - 0.4) / 0.4 < 0.1
+    assert abs(est.beta.value - 0.7) < 0.03
+
+
+@needs_traces
+def test_kernel_cubic_gives_linux_constants():
+    est = infer.estimate_cubic(TRACES / "cubic_20M_200ms_q500.csv")
+    assert abs(est.c.value - 0.4) / 0.4 < 0.10  # bic_scale 41 -> C = 410/1024
+    assert abs(est.beta.value - 0.7) / 0.7 < 0.10  # beta 717/1024
+    # Eq. (6): b ~ 1/c (the paper finds them within 20 % for Linux).
+    assert abs(est.b.value * est.c.value - 1) < 0.2
+    assert {"t_s", "w_pkts", "K_s", "wmax_pkts", "w_prime_pkts", "c_eq4", "b_eq5"} <= set(est.cycles.columns)
+
+
+@needs_traces
+@pytest.mark.parametrize(
+    ("name", "cc"),
+    [
+        ("cubic_20M_200ms_q500", "cubic"),
+        ("reno_20M_200ms_q500", "reno"),
+        ("bbr_20M_200ms_q500", "bbr"),
+        ("cubic_10M_50ms_p1e-3", "cubic"),
+        ("reno_10M_50ms_p1e-3", "reno"),
+    ],
+)
+def test_classifier_names_kernel_traces(name, cc):
+    assert infer.identify(TRACES / f"{name}.csv").algorithm == cc
+    assert infer.identify(TRACES / f"{name}.csv", candidates=["reno", "cubic", "bbr"]).algorithm == cc
+
+
+@needs_core
+def test_classifier_on_held_out_grid_names_reno_cubic_bbr():
+    conds = classify.evaluation_conditions(16)
+    train_paths = {tuple(c.values()) for c in classify._grid(classify.TRAIN_AXES)}
+    assert not any(tuple(c.values()) in train_paths for c in conds)
+    res, cm = classify.evaluate(conds, ["reno", "cubic", "bbr"], workers=2, candidates=["reno", "cubic", "bbr"])
+    acc = float((res["true"] == res["guess"]).mean())
+    assert acc >= 0.95, cm
+
+
+def test_unknown_when_nothing_fits():
+    t = np.arange(0, 60, 0.01)
+    # A linear sawtooth that falls to 40 % every 3 s, and white noise: no algorithm cclab has.
+    saw = pd.DataFrame({"t_s": t, "cwnd_pkts": 200 * (0.4 + 0.6 * ((t % 3.0) / 3.0))})
+    noise = pd.DataFrame({"t_s": t, "cwnd_pkts": np.abs(np.random.default_rng(1).normal(200, 150, len(t)))})
+    assert infer.identify(saw).algorithm == "unknown"
+    assert infer.identify(noise).algorithm == "unknown"
+
+
+def test_importers_csv_ss_and_pcap(tmp_path):
+    t = np.arange(0, 5, 0.01)
+    csv = tmp_path / "w.csv"
+    pd.DataFrame({"time": t, "win": 10 + t}).to_csv(csv, index=False)
+    df = infer.load_trace(csv, time_col="time", cwnd_col="win")
+    assert list(df.columns) == ["t_s", "cwnd_pkts"] and len(df) == len(t)
+    with pytest.raises(infer.InputError, match="--cwnd-col 'nope'"):
+        infer.load_trace(csv, time_col="time", cwnd_col="nope")
+
+    ss = tmp_path / "ss.log"
+    lines = []
+    for i in range(5):
+        lines += [f"{1000 + i * 0.01:.2f}", "ESTAB 0 0 10.0.0.1:5001 10.0.0.2:40000",
+                  f"\t cubic wscale:7,7 rto:204 rtt:{100 + i}.5/2.25 mss:1448 cwnd:{10 + i} ssthresh:20 "
+                  "pacing_rate 12.5Mbps delivery_rate 9.1Mbps"]
+    ss.write_text("\n".join(lines))
+    s = infer.load_trace(ss)
+    assert s["cwnd_pkts"].tolist() == [10, 11, 12, 13, 14]
+    assert s["t_s"].iloc[-1] == pytest.approx(0.04)
+    assert s["srtt_ms"].iloc[0] == 100.5 and s["pacing_rate_bps"].iloc[0] == 12.5e6
+    assert s.attrs["algorithm_hint"] == "cubic"
+
+    import dpkt
+
+    pcap = tmp_path / "c.pcap"
+    with pcap.open("wb") as fh:
+        w = dpkt.pcap.Writer(fh, linktype=dpkt.pcap.DLT_RAW)
+        src, dst = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
+        seq = 1000
+        for k in range(20):
+            # 4 segments out, then an ACK for the first 2: inflight grows by 2 segments per round.
+            for _ in range(4):
+                tcp = dpkt.tcp.TCP(sport=5001, dport=40000, seq=seq, flags=dpkt.tcp.TH_ACK, data=b"x" * 1000)
+                seq += 1000
+                w.writepkt(bytes(dpkt.ip.IP(src=src, dst=dst, p=6, data=tcp)), ts=k * 0.1)
+            ack = 1000 + (k + 1) * 2000
+            tcp = dpkt.tcp.TCP(sport=40000, dport=5001, ack=ack, flags=dpkt.tcp.TH_ACK)
+            w.writepkt(bytes(dpkt.ip.IP(src=dst, dst=src, p=6, data=tcp)), ts=k * 0.1 + 0.05)
+    p = infer.load_trace(pcap)
+    assert p["cwnd_pkts"].tolist()[:3] == [2.0, 4.0, 6.0]
+
+
+@needs_traces
+def test_cli_infer_json_and_plot(tmp_path):
+    run = lambda *a: subprocess.run([sys.executable, "-m", "cclab", "infer", *a], capture_output=True, text=True)  # noqa: E731
+    r = run("algo", str(TRACES / "bbr_20M_200ms_q500.csv"), "--json")
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    assert j["algorithm"] == "bbr" and 0 < j["confidence"] <= 1 and j["runner_up"]
+    r = run("cubic", str(TRACES / "cubic_20M_200ms_q500.csv"), "--json", "--table", str(tmp_path / "t.csv"))
+    j = json.loads(r.stdout)
+    for k in ("c", "beta", "b", "K_s", "wmax_pkts"):
+        assert set(j[k]) == {"value", "ci_low", "ci_high"}
+    assert j["cycles"] and (tmp_path / "t.csv").is_file()
+    r = run("plot", str(TRACES / "cubic_20M_200ms_q500.csv"), "-o", str(tmp_path / "figs"))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "figs" / "kato.png").stat().st_size > 10_000
+    assert (tmp_path / "figs" / "cubic_fit.png").stat().st_size > 10_000
+    r = run("cubic", str(TRACES / "cubic_20M_200ms_q500.csv"), "--cwnd-col", "nope")
+    assert r.returncode == 2 and "nope" in r.stderr
