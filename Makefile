@@ -2,17 +2,25 @@
 PY ?= python3
 PIP ?= $(PY) -m pip
 
-.PHONY: setup run test test-rust test-python bench lint clean
+.PHONY: setup setup-test run test test-rust test-python bench bench-study lint clean
 
 # Installs the Python package (building the Rust core with maturin) and its test dependencies.
 setup:
 	$(PIP) install --quiet --disable-pip-version-check -e ".[test]"
 
-# The main job: the default study on the simulator (no privileges needed).
-run: setup
-	cclab run s0-25ms -o out/s0-25ms
+# Test extras: Ray (the study executor's test) and headless Chromium (the report's test), from
+# PyPI and Debian. Chromium needs root to install; without it that one test is skipped.
+setup-test:
+	$(PIP) install --quiet --disable-pip-version-check -e ".[test,ray]"
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium) \
+		|| echo "chromium not installed: the report screenshot test will be skipped"; }
 
-test: setup test-rust test-python
+# The main job: the default study (S0, full grid) on the simulator (no privileges needed).
+run: setup
+	cclab study s0 -o out/s0
+
+test: setup-test test-rust test-python
 
 test-rust:
 	cargo test --workspace --exclude cclab-py
@@ -25,6 +33,10 @@ bench:
 	cargo build --release -p cclab-sim --bin cclab-bench
 	./target/release/cclab-bench
 	./target/release/cclab-bench --all-cc
+
+# The full S0 study's wall time (a fresh cache, every core).
+bench-study: setup
+	rm -rf bench-out/s0 && /usr/bin/time -v cclab study s0 -o bench-out/s0 2>&1 | grep -E "runs in|Elapsed|Maximum resident"
 
 lint:
 	cargo clippy --workspace --all-targets -- -D warnings

@@ -82,6 +82,7 @@ Examples:
   cclab run scenarios/s0-100ms.toml --set bottleneck.loss=1e-3 --seed 2
   cclab validate my.toml
   cclab presets
+  cclab study s0 -o out/s0
   cclab infer cubic out/s0-25ms/traces.parquet
 """,
 )
@@ -196,8 +197,10 @@ def presets() -> None:
 
 
 from .cli_infer import infer as _infer  # noqa: E402
+from .cli_study import study as _study  # noqa: E402
 
 cli.add_command(_infer)
+cli.add_command(_study)
 
 
 def main() -> None:

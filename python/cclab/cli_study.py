@@ -1,0 +1,70 @@
+"""``cclab study``: named studies (grids x repetitions, in parallel) with figures and a report."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+__all__ = ["study"]
+
+out = Console()
+err = Console(stderr=True)
+
+
+@click.group(
+    epilog="""\b
+Examples:
+  cclab study s0 -o out/s0                 # the full S0 study (about a minute on 2 cores)
+  cclab study s0 --quick -o out/s0-quick   # a reduced grid in seconds
+  cclab study s0 --reps 3 --jobs 8 --executor ray
+"""
+)
+def study() -> None:
+    """Run a named study: a grid of scenarios x repetitions, tables, figures and report.html."""
+
+
+@study.command(
+    epilog="""\b
+Examples:
+  cclab study s0 -o out/s0
+  cclab study s0 --quick
+  cclab study s0 --reps 20 -o out/s0-20  # reruns reuse cached runs (out/s0-20/cache)
+"""
+)
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), default="out/s0", show_default=True,
+              help="Output directory (tables/, figures/, report.html, cache/).")
+@click.option("--reps", type=click.IntRange(min=1), default=None, help="Runs per grid point (default 10; 2 with --quick).")
+@click.option("--quick", is_flag=True, help="Reduced grid: 3 error rates, 20 s runs, 3 RTTs for B and C.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Parallel runs (default: every core).")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="local processes, or a Ray cluster (pip install 'cclab[ray]'; RAY_ADDRESS or a local instance).")
+def s0(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: str) -> None:
+    """S0: Linux CUBIC vs iOS-like CUBIC. Experiment A (throughput vs error rate, Figs. 4-6),
+    B (cwnd over time, Fig. 8), method C (c, b per cycle, Tables 3-6, Fig. 10)."""
+    from .study import S0Config, run_s0
+
+    cfg = S0Config.make(quick=quick, reps=reps, jobs=jobs, executor=executor)
+    with Progress(TextColumn("[bold]study s0"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TimeRemainingColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("runs", total=None)
+        try:
+            res = run_s0(out_dir, cfg, progress=lambda i, n: bar.update(task, completed=i, total=n))
+        except RuntimeError as e:
+            err.print(f"[bold red]error:[/] {e}", highlight=False)
+            sys.exit(2)
+    t = Table(title="S0: the paper vs cclab")
+    for col in ("result", "paper", "cclab"):
+        t.add_column(col)
+    for _, r in res.compare.iterrows():
+        t.add_row(str(r["result"]), str(r["paper"]), str(r["cclab"]))
+    out.print(t)
+    n = len(res.a_runs) + len(res.b_runs)
+    out.print(f"{n} runs in {res.wall_s:.1f} s ({len(res.failures)} failed); report: {res.out_dir / 'report.html'}")
+    if len(res.failures):
+        for _, f in res.failures.iterrows():
+            err.print(f"failed: {dict((k, v) for k, v in f.items() if k not in ('key',))}", highlight=False)
+        sys.exit(1)
