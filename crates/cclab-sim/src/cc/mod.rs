@@ -14,6 +14,7 @@ pub mod reno;
 // Issue 3 algorithms (one file each; each exposes `info()` and `build()`).
 pub mod bbr;
 pub mod bic;
+pub mod cubic_xnu;
 pub mod highspeed;
 pub mod htcp;
 pub mod hybla;

@@ -229,6 +229,7 @@ fn family() -> Vec<(AlgorithmInfo, BuildFn)> {
         (super::yeah::info(), super::yeah::build),
         (super::lp::info(), super::lp::build),
         (super::bbr::info(), super::bbr::build),
+        (super::cubic_xnu::info(), super::cubic_xnu::build),
     ]
 }
 
@@ -411,7 +412,8 @@ mod tests {
             assert_eq!(build(a.name, &Params::new()).unwrap().name(), a.name);
         }
         for a in &all {
-            assert!(a.source.starts_with("Linux 6.18 net/ipv4/"), "{}", a.source);
+            let src = ["Linux 6.18 net/ipv4/", "Apple xnu-"];
+            assert!(src.iter().any(|s| a.source.starts_with(s)), "{}", a.source);
             assert_eq!(a.preset_params.is_empty(), a.name == a.base);
             for k in a.preset_params.keys() {
                 assert!(

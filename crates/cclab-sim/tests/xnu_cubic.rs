@@ -1,0 +1,92 @@
+//! A lone `cubic-xnu` flow filling a drop-tail buffer (the loss comes from the queue): each cycle
+//! reduces cwnd to 0.7 of the window at the loss (XNU's `tcp_cubic_backoff` = 0.3), and the
+//! window then follows C (t - K)^3 + W(last_max) with XNU's C = 0.4 (`tcp_cubic_coeff`), where
+//! W(last_max) is the window at the loss or, by XNU's always-on fast convergence (minor fixes),
+//! 0.85 of it when that window was below the previous W(last_max).
+//!
+//! Each cycle's samples are fitted by least squares (common::fit_cubic) as in cubic_cycles.rs.
+
+mod common;
+use common::*;
+use serde_json::json;
+
+#[test]
+fn xnu_cubic_cycles_follow_xnus_beta_and_c() {
+    // 100 Mbps, RTT 100 ms: BDP 833 packets of 1500 B; a 100-packet buffer.
+    let mut v = dumbbell("cubic-xnu", Some(100_000_000), 100.0, 100, 0.0, 150.0);
+    v["sim"] = json!({"trace": "ack"});
+    let out = run_json(&v);
+    let cyc = cycles(&out);
+    assert!(
+        cyc.len() >= 6,
+        "expected several loss cycles, got {}",
+        cyc.len()
+    );
+    let steady = &cyc[2..cyc.len() - 1];
+    let (beta, c) = (0.7, 0.4);
+    let mut lowered = 0;
+    for cy in steady {
+        let ratio = cy.w_min / cy.wmax;
+        let (c_fit, t_inflect, w0) = fit_cubic(&out, cy).expect("a fit");
+        let fc = 0.85 * cy.wmax;
+        // The plateau is the window at the loss or 0.85 of it (fast convergence).
+        let plateau = if (w0 - fc).abs() < (w0 - cy.wmax).abs() {
+            lowered += 1;
+            fc
+        } else {
+            cy.wmax
+        };
+        let k_model = ((plateau - cy.w_min) / c).cbrt();
+        let k_meas = t_inflect - cy.t_reduce_s;
+        eprintln!(
+            "cubic-xnu: Wmax {:.0} W' {:.0} ratio {ratio:.4} | fit C {c_fit:.4} W0 {w0:.1} \
+             (plateau {plateau:.1}) | K model {k_model:.3} s measured {k_meas:.3} s",
+            cy.wmax, cy.w_min
+        );
+        assert!(
+            (ratio - beta).abs() < 0.01,
+            "reduction ratio {ratio:.4} vs {beta} ({cy:?})"
+        );
+        assert!((c_fit - c).abs() / c < 0.05, "fitted C {c_fit:.4} vs {c}");
+        assert!(
+            (w0 - plateau).abs() / plateau < 0.02,
+            "plateau {w0:.1} vs {plateau:.1}"
+        );
+        let err = (k_meas - k_model).abs() / k_model;
+        assert!(
+            err < 0.05,
+            "K measured {k_meas:.3} s vs {k_model:.3} s ({:.1} % off)",
+            err * 100.0
+        );
+    }
+    eprintln!("{lowered} of {} cycles used fast convergence", steady.len());
+}
+
+/// With `cubic_rfc_compliant = 0` (XNU's behaviour before the RFC-compliance switch) the
+/// backoff is 0.2, i.e. W <- 0.8 W, the beta of the `cubic-ios` preset; C stays 0.4.
+#[test]
+fn xnu_cubic_non_rfc_mode_backs_off_to_0_8() {
+    let mut v = dumbbell("cubic-xnu", Some(100_000_000), 100.0, 100, 0.0, 80.0);
+    v["sim"] = json!({"trace": "ack"});
+    v["flows"][0]["cc_params"] = json!({"cubic_rfc_compliant": false});
+    let out = run_json(&v);
+    let cyc = cycles(&out);
+    assert!(
+        cyc.len() >= 4,
+        "expected several loss cycles, got {}",
+        cyc.len()
+    );
+    for cy in &cyc[1..cyc.len() - 1] {
+        let ratio = cy.w_min / cy.wmax;
+        eprintln!("non-rfc: Wmax {:.0} ratio {ratio:.4}", cy.wmax);
+        assert!(
+            (ratio - 0.8).abs() < 0.01,
+            "ratio {ratio:.4} vs 0.8 ({cy:?})"
+        );
+        let (c_fit, _, _) = fit_cubic(&out, cy).expect("a fit");
+        assert!(
+            (c_fit - 0.4).abs() / 0.4 < 0.05,
+            "fitted C {c_fit:.4} vs 0.4"
+        );
+    }
+}
