@@ -1,0 +1,177 @@
+//! Counters and the lateness histogram, and the stats JSON written at exit.
+
+use crate::router::Router;
+use serde_json::{json, Value};
+
+/// Lateness histogram: 1 us buckets below 10 ms, 1 ms buckets up to 10 s, one overflow bucket;
+/// the maximum is kept exactly. Constant memory whatever the packet count.
+#[derive(Debug, Clone, Copy)]
+pub struct Histogram {
+    fine: [u64; Self::FINE],
+    coarse: [u64; Self::COARSE + 1],
+    count: u64,
+    max_ns: u64,
+}
+
+impl Histogram {
+    const FINE: usize = 10_000;
+    const COARSE: usize = 10_000;
+
+    /// Add one sample, ns.
+    pub fn record(&mut self, ns: u64) {
+        let us = (ns / 1_000) as usize;
+        if us < Self::FINE {
+            self.fine[us] += 1;
+        } else {
+            self.coarse[(us / 1_000).min(Self::COARSE)] += 1;
+        }
+        self.count += 1;
+        self.max_ns = self.max_ns.max(ns);
+    }
+
+    /// Samples recorded.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Largest sample, ns.
+    pub fn max_ns(&self) -> u64 {
+        self.max_ns
+    }
+
+    /// The `q` quantile (0..=1) in us, to the bucket's upper edge; 0 with no samples.
+    pub fn quantile_us(&self, q: f64) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
+        let mut seen = 0;
+        for (i, &c) in self.fine.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return ((i + 1) as f64).min(self.max_ns as f64 / 1e3);
+            }
+        }
+        for (i, &c) in self.coarse.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return (((i + 1) * 1_000) as f64).min(self.max_ns as f64 / 1e3);
+            }
+        }
+        self.max_ns as f64 / 1e3
+    }
+
+    /// `{count, p50_us, p99_us, max_us}`.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "count": self.count,
+            "p50_us": self.quantile_us(0.5),
+            "p99_us": self.quantile_us(0.99),
+            "max_us": self.max_ns as f64 / 1e3,
+        })
+    }
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram {
+            fine: [0; Self::FINE],
+            coarse: [0; Self::COARSE + 1],
+            count: 0,
+            max_ns: 0,
+        }
+    }
+}
+
+/// Per link direction, beyond cclab-net's own `LinkStats`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LinkCounters {
+    pub in_pkts: u64,
+    pub in_bytes: u64,
+    pub max_queue_pkts: u32,
+    pub max_queue_bytes: u64,
+    /// How late packets left this link versus their model arrival time.
+    pub lateness: Histogram,
+}
+
+/// Per port (TUN device).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PortCounters {
+    pub rx_pkts: u64,
+    pub rx_bytes: u64,
+    pub tx_pkts: u64,
+    pub tx_bytes: u64,
+    pub tx_errors: u64,
+    pub dropped_not_ipv4_pkts: u64,
+    pub dropped_no_route_pkts: u64,
+}
+
+/// The stats document: per link and per port, and the overall lateness.
+pub fn stats_json(r: &Router, duration_s: f64, behind_events: u64) -> Value {
+    let links: Vec<Value> = r
+        .links
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let s = l.stats();
+            let c = &r.link_counters[i];
+            json!({
+                "name": r.link_names[i],
+                "in_pkts": c.in_pkts,
+                "in_bytes": c.in_bytes,
+                "dropped_loss_pkts": s.dropped_loss_pkts,
+                "dropped_queue_pkts": s.dropped_queue_pkts,
+                "delivered_pkts": s.delivered_pkts,
+                "delivered_bytes": s.delivered_bytes,
+                "in_flight_pkts": r.in_flight(i),
+                "max_queue_pkts": c.max_queue_pkts,
+                "max_queue_bytes": c.max_queue_bytes,
+                "lateness": c.lateness.to_json(),
+            })
+        })
+        .collect();
+    let ports: Vec<Value> = r
+        .port_counters
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            json!({
+                "name": r.port_names[i],
+                "rx_pkts": p.rx_pkts,
+                "rx_bytes": p.rx_bytes,
+                "tx_pkts": p.tx_pkts,
+                "tx_bytes": p.tx_bytes,
+                "tx_errors": p.tx_errors,
+                "dropped_not_ipv4_pkts": p.dropped_not_ipv4_pkts,
+                "dropped_no_route_pkts": p.dropped_no_route_pkts,
+            })
+        })
+        .collect();
+    json!({
+        "duration_s": duration_s,
+        "links": links,
+        "ports": ports,
+        "lateness": r.lateness_all.to_json(),
+        "behind_events": behind_events,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_of_known_samples() {
+        let mut h = Histogram::default();
+        for us in 1..=100u64 {
+            h.record(us * 1_000 - 1);
+        }
+        assert_eq!(h.count(), 100);
+        assert_eq!(h.quantile_us(0.5), 50.0);
+        assert_eq!(h.quantile_us(0.99), 99.0);
+        h.record(2_500_000_000);
+        assert_eq!(h.max_ns(), 2_500_000_000);
+        assert_eq!(h.quantile_us(1.0), 2_500_000.0);
+        assert_eq!(Histogram::default().quantile_us(0.5), 0.0);
+    }
+}
