@@ -90,3 +90,49 @@ fn xnu_cubic_non_rfc_mode_backs_off_to_0_8() {
         );
     }
 }
+
+/// The same dumbbell with random loss (Bernoulli, p = 3e-5) on top of the drop-tail losses:
+/// every reduction is still to 0.7 W, and the cycles that get back to their plateau before the
+/// next loss fit C = 0.4 (cycles cut short by a random loss only show their concave part).
+#[test]
+fn xnu_cubic_on_a_lossy_dumbbell() {
+    let mut v = dumbbell("cubic-xnu", Some(100_000_000), 100.0, 100, 3e-5, 150.0);
+    v["sim"] = json!({"trace": "ack"});
+    let out = run_json(&v);
+    let cyc = cycles(&out);
+    assert!(
+        cyc.len() >= 10,
+        "expected many loss cycles, got {}",
+        cyc.len()
+    );
+    let mut all = Vec::new();
+    let mut full = Vec::new();
+    for cy in &cyc[1..] {
+        let ratio = cy.w_min / cy.wmax;
+        assert!(
+            (ratio - 0.7).abs() < 0.01,
+            "ratio {ratio:.4} vs 0.7 ({cy:?})"
+        );
+        if let Some((c_fit, _, _)) = fit_cubic(&out, cy) {
+            all.push(c_fit);
+            if cy.t_plateau_s.is_some() {
+                full.push(c_fit);
+            }
+        }
+    }
+    eprintln!("fitted C, all cycles {all:.3?}; cycles past their plateau {full:.3?}");
+    assert!(
+        full.len() >= 3,
+        "only {} cycles reached their plateau",
+        full.len()
+    );
+    for c in &full {
+        assert!((c - 0.4).abs() / 0.4 < 0.05, "fitted C {c:.4} vs 0.4");
+    }
+    all.sort_by(f64::total_cmp);
+    let median = all[all.len() / 2];
+    assert!(
+        (median - 0.4).abs() / 0.4 < 0.05,
+        "median fitted C {median:.4} vs 0.4"
+    );
+}
