@@ -2,16 +2,18 @@
 PY ?= python3
 PIP ?= $(PY) -m pip
 
-.PHONY: setup setup-test run test test-rust test-python bench bench-study lint clean
+.PHONY: setup setup-test run test test-rust test-python bench bench-study bench-emu lint clean
 
 # Installs the Python package (building the Rust core with maturin) and its test dependencies.
 setup:
 	$(PIP) install --quiet --disable-pip-version-check -e ".[test]"
+	cargo build --release -p cclab-emu
 
 # Test extras: Ray (the study executor's test) and headless Chromium (the report's test), from
 # PyPI and Debian. Chromium needs root to install; without it that one test is skipped.
 setup-test:
 	$(PIP) install --quiet --disable-pip-version-check -e ".[test,ray]"
+	cargo build --release -p cclab-emu
 	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium) \
 		|| echo "chromium not installed: the report screenshot test will be skipped"; }
@@ -37,6 +39,11 @@ bench:
 # The full S0 study's wall time (a fresh cache, every core).
 bench-study: setup
 	rm -rf bench-out/s0 && /usr/bin/time -v cclab study s0 -o bench-out/s0 2>&1 | grep -E "runs in|Elapsed|Maximum resident"
+
+# cclab-link (root): throughput at 0 and 50 ms versus a veth pair, CPU per Gbit/s, delay error.
+bench-emu:
+	cargo build --release -p cclab-emu
+	$(PY) bench/emu_bench.py
 
 lint:
 	cargo clippy --workspace --all-targets -- -D warnings

@@ -291,11 +291,16 @@ mod tests {
         r.ingress(0, 2, &ip([10, 0, 0, 2], 1500));
         r.ingress(0, 1, &ip([10, 0, 0, 1], 100));
         let out = drain(&mut r);
-        let got: Vec<(usize, usize, u64)> =
-            out.iter().map(|o| (o.from_port, o.port, o.model_ns)).collect();
+        let got: Vec<(usize, usize, u64)> = out
+            .iter()
+            .map(|o| (o.from_port, o.port, o.model_ns))
+            .collect();
         // c's packet enters the bottleneck at 0 (departs 1 ms), a's at 1 ms after the access
         // link (waits for c's, departs 2 ms); each then propagates 5 ms.
-        assert_eq!(got, [(1, 0, 2_000_000), (2, 1, 6_000_000), (0, 1, 7_000_000)]);
+        assert_eq!(
+            got,
+            [(1, 0, 2_000_000), (2, 1, 6_000_000), (0, 1, 7_000_000)]
+        );
         assert_eq!(r.link_counters[1].in_pkts, 2);
         assert_eq!(r.links[1].stats().delivered_pkts, 2);
     }
@@ -315,7 +320,14 @@ mod tests {
         assert_eq!(r.ingress(0, 0, &v6), Ingress::NotIpv4);
         assert_eq!(r.ingress(0, 0, &[0x45, 0]), Ingress::NotIpv4);
         let pc = &r.port_counters[0];
-        assert_eq!((pc.rx_pkts, pc.dropped_no_route_pkts, pc.dropped_not_ipv4_pkts), (4, 2, 2));
+        assert_eq!(
+            (
+                pc.rx_pkts,
+                pc.dropped_no_route_pkts,
+                pc.dropped_not_ipv4_pkts
+            ),
+            (4, 2, 2)
+        );
         assert!(drain(&mut r).is_empty());
     }
 
@@ -330,9 +342,15 @@ mod tests {
             .map(|i| r.ingress(i * 1_000_000, 0, &ip([10, 0, 0, 2], 1000)))
             .collect();
         // The same link built directly from (seed, name) makes the same decisions.
-        let mut l: Link<Pkt> = Link::new(s.links[0].config.clone(), rng::stream(3, "bottleneck.fwd"));
+        let mut l: Link<Pkt> =
+            Link::new(s.links[0].config.clone(), rng::stream(3, "bottleneck.fwd"));
         for (i, g) in got.iter().enumerate() {
-            let p = Pkt { data: vec![0; 1000], route: 0, hop: 0, in_ns: 0 };
+            let p = Pkt {
+                data: vec![0; 1000],
+                route: 0,
+                hop: 0,
+                in_ns: 0,
+            };
             let want = match l.enqueue(i as u64 * 1_000_000, p) {
                 Ok(()) => Ingress::Queued,
                 Err(d) => Ingress::Dropped(d.reason),
@@ -341,7 +359,10 @@ mod tests {
         }
         let c = r.link_counters[0];
         let st = *r.links[0].stats();
-        assert!(st.dropped_loss_pkts > 10 && st.dropped_queue_pkts > 10, "{st:?}");
+        assert!(
+            st.dropped_loss_pkts > 10 && st.dropped_queue_pkts > 10,
+            "{st:?}"
+        );
         let out = drain(&mut r);
         assert_eq!(
             c.in_pkts,

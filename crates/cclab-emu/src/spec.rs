@@ -137,7 +137,9 @@ impl Spec {
                 if let Some(j) = addr_owner.insert(*a, i) {
                     return Err(err(
                         format!("{f}.addrs"),
-                        format!("{a} is already an address of ports[{j}]: each address on one port"),
+                        format!(
+                            "{a} is already an address of ports[{j}]: each address on one port"
+                        ),
                     ));
                 }
             }
@@ -171,7 +173,10 @@ impl Spec {
                 return Err(err(f, "from and to are the same port"));
             }
             if routes.iter().any(|o| o.from == from && o.to == to) {
-                return Err(err(f, format!("a second route from {:?} to {:?}", r.from, r.to)));
+                return Err(err(
+                    f,
+                    format!("a second route from {:?} to {:?}", r.from, r.to),
+                ));
             }
             let mut ls = Vec::new();
             for (k, l) in r.links.iter().enumerate() {
@@ -183,7 +188,11 @@ impl Spec {
                 })?;
                 ls.push(ix);
             }
-            routes.push(Route { from, to, links: ls });
+            routes.push(Route {
+                from,
+                to,
+                links: ls,
+            });
         }
         Ok(Spec {
             seed: raw.seed,
@@ -220,12 +229,14 @@ fn link_def(v: serde_json::Value, f: &str) -> Result<LinkDef, SpecError> {
     };
     let loss = match m.remove("loss") {
         None | Some(serde_json::Value::Null) => None,
-        Some(x) => Some(x.as_f64().filter(|p| (0.0..=1.0).contains(p)).ok_or_else(|| {
-            err(format!("{f}.loss"), format!("{x}: a probability in [0, 1]"))
-        })?),
+        Some(x) => Some(
+            x.as_f64()
+                .filter(|p| (0.0..=1.0).contains(p))
+                .ok_or_else(|| err(format!("{f}.loss"), format!("{x}: a probability in [0, 1]")))?,
+        ),
     };
-    let spec: LinkSpec = serde_json::from_value(serde_json::Value::Object(m))
-        .map_err(|e| err(f, e.to_string()))?;
+    let spec: LinkSpec =
+        serde_json::from_value(serde_json::Value::Object(m)).map_err(|e| err(f, e.to_string()))?;
     if loss.is_some() && spec.loss_model != LossModel::None {
         return Err(err(
             format!("{f}.loss"),
@@ -240,7 +251,10 @@ fn check_time(field: String, v: f64) -> Result<(), SpecError> {
     if v.is_finite() && v >= 0.0 {
         Ok(())
     } else {
-        Err(err(field, format!("{v} is not accepted: a finite number >= 0")))
+        Err(err(
+            field,
+            format!("{v} is not accepted: a finite number >= 0"),
+        ))
     }
 }
 
@@ -248,7 +262,10 @@ fn check_time(field: String, v: f64) -> Result<(), SpecError> {
 /// (crates/cclab-sim/src/world.rs `link_config`).
 fn link_config(spec: &LinkSpec, loss: Option<f64>, f: &str) -> Result<LinkConfig, SpecError> {
     if spec.rate_bps == Some(0) {
-        return Err(err(format!("{f}.rate_bps"), "0 is not accepted: a rate > 0 bps"));
+        return Err(err(
+            format!("{f}.rate_bps"),
+            "0 is not accepted: a rate > 0 bps",
+        ));
     }
     check_time(format!("{f}.delay_ms"), spec.delay_ms)?;
     for (i, o) in spec.outages.iter().enumerate() {
@@ -258,7 +275,10 @@ fn link_config(spec: &LinkSpec, loss: Option<f64>, f: &str) -> Result<LinkConfig
     for (i, d) in spec.delay_spikes.iter().enumerate() {
         check_time(format!("{f}.delay_spikes[{i}].start_s"), d.start_s)?;
         check_time(format!("{f}.delay_spikes[{i}].duration_s"), d.duration_s)?;
-        check_time(format!("{f}.delay_spikes[{i}].extra_delay_ms"), d.extra_delay_ms)?;
+        check_time(
+            format!("{f}.delay_spikes[{i}].extra_delay_ms"),
+            d.extra_delay_ms,
+        )?;
     }
     let capacity = match (&spec.capacity_trace_text, spec.rate_bps) {
         (Some(_), Some(_)) => {
@@ -305,8 +325,7 @@ fn link_config(spec: &LinkSpec, loss: Option<f64>, f: &str) -> Result<LinkConfig
             })
             .collect(),
     };
-    cfg.validate()
-        .map_err(|e| err(f, e.to_string()))?;
+    cfg.validate().map_err(|e| err(f, e.to_string()))?;
     Ok(cfg)
 }
 
@@ -334,7 +353,9 @@ mod tests {
         assert_eq!(s.links[0].config.queue, QueueLimit::Packets(1000));
         assert_eq!(
             s.links[0].config.capacity,
-            Some(Capacity::Rate { rate_bps: 20_000_000 })
+            Some(Capacity::Rate {
+                rate_bps: 20_000_000
+            })
         );
         assert_eq!(s.links[1].config.capacity, None);
         assert_eq!(s.route(0, 1).unwrap().links, vec![0]);
@@ -367,8 +388,10 @@ mod tests {
         let e = Spec::parse(&bad).unwrap_err();
         assert_eq!(e.field, "links[0]");
         assert!(e.message.contains("queue_pktz"), "{e}");
-        let bad = EXAMPLE.replace("\"dev\": \"cl0\", \"addrs\": [\"10.77.0.1\"]",
-                                  "\"dev\": \"a-very-long-device-name\", \"addrs\": [\"10.77.0.1\"]");
+        let bad = EXAMPLE.replace(
+            "\"dev\": \"cl0\", \"addrs\": [\"10.77.0.1\"]",
+            "\"dev\": \"a-very-long-device-name\", \"addrs\": [\"10.77.0.1\"]",
+        );
         assert_eq!(field_of(&bad), "ports[0].dev");
     }
 

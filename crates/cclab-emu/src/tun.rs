@@ -102,7 +102,7 @@ fn configure_here(dev: &str) -> Result<(), TunError> {
     let s = unsafe { OwnedFd::from_raw_fd(s) };
     let mut ifr = ifreq(dev);
     ifr.ifr_ifru.ifru_metric = TXQUEUELEN; // ifr_qlen shares the union's int
-    // SAFETY: these ioctls read/write an ifreq.
+                                           // SAFETY: these ioctls read/write an ifreq.
     cvt(unsafe { libc::ioctl(s.as_raw_fd(), libc::SIOCSIFTXQLEN, &mut ifr) })
         .map_err(|e| fail("txqueuelen", e))?;
     let mut ifr = ifreq(dev);

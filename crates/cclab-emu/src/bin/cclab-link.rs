@@ -33,6 +33,9 @@ struct Args {
     /// Keep running at stdin EOF (stop only on SIGTERM/SIGINT).
     #[arg(long)]
     ignore_stdin: bool,
+    /// SCHED_FIFO priority of the emulator loop (1-99); 0 keeps the normal scheduler.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(i32).range(0..=99))]
+    rt_priority: i32,
 }
 
 fn main() -> ExitCode {
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
     }
     let opts = Options {
         ignore_stdin: args.ignore_stdin,
+        rt_priority: args.rt_priority,
     };
     match run(&spec, &opts) {
         Ok(()) => ExitCode::SUCCESS,

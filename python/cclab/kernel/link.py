@@ -1,0 +1,173 @@
+"""Run the ``cclab-link`` emulator (crates/cclab-emu, docs/emulator.md) from Python.
+
+``cclab-link`` opens one TUN device per port inside its network namespace and moves packets
+between them through the cclab-net link models. This module finds the binary, writes the
+spec, starts it, waits for its ``ready`` line, stops it and reads its stats::
+
+    with LinkEmulator(spec) as emu:      # spec: the dict of docs/emulator.md
+        ...                              # devices exist now: set addresses, run traffic
+    stats = emu.stats                    # per link and per port counters, lateness
+
+The binary is built by ``make setup`` (``cargo build --release -p cclab-emu``) into
+``target/release/cclab-link``; a ``cclab-link`` on PATH is used otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LinkEmulator", "LinkEmulatorError", "find_binary"]
+
+BINARY = "cclab-link"
+BUILD_HINT = "build it with `cargo build --release -p cclab-emu` (part of `make setup`)"
+
+
+class LinkEmulatorError(RuntimeError):
+    """cclab-link is missing, refused its spec or its setup, or did not stop cleanly."""
+
+
+def _repo_root() -> Path:
+    return Path(__file__).resolve().parents[3]
+
+
+def find_binary() -> Path:
+    """``$CCLAB_LINK``, else the workspace's target/release/cclab-link, else PATH."""
+    env = os.environ.get("CCLAB_LINK")
+    if env:
+        p = Path(env)
+        if p.is_file() and os.access(p, os.X_OK):
+            return p
+        raise LinkEmulatorError(f"CCLAB_LINK={env} is not an executable file")
+    local = _repo_root() / "target" / "release" / BINARY
+    if local.is_file() and os.access(local, os.X_OK):
+        return local
+    found = shutil.which(BINARY)
+    if found:
+        return Path(found)
+    raise LinkEmulatorError(f"{BINARY} not found (looked at {local} and PATH): {BUILD_HINT}")
+
+
+class LinkEmulator:
+    """One running ``cclab-link``. ``start()`` returns once every TUN device exists;
+    ``stop()`` (SIGTERM) returns its stats. Usable as a context manager."""
+
+    def __init__(
+        self,
+        spec: dict[str, Any],
+        *,
+        binary: Path | None = None,
+        workdir: Path | None = None,
+        ready_timeout_s: float = 10.0,
+    ) -> None:
+        self.binary = binary or find_binary()
+        self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="cclab-link-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.spec = dict(spec)
+        self.spec.setdefault("stats_path", str(self.workdir / "link-stats.json"))
+        self.spec_path = self.workdir / "link-spec.json"
+        self.ready_timeout_s = ready_timeout_s
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.stats: dict[str, Any] | None = None
+
+    def start(self) -> LinkEmulator:
+        """Start cclab-link and wait for ``ready``; raises with its message if it fails."""
+        self.spec_path.write_text(json.dumps(self.spec, indent=2))
+        self._stderr = open(self.workdir / "link-stderr.txt", "wb+")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [str(self.binary), "--spec", str(self.spec_path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+        )
+        assert self.proc.stdout is not None
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        deadline = time.monotonic() + self.ready_timeout_s
+        line = b""
+        try:
+            while not line.endswith(b"\n"):
+                left = deadline - time.monotonic()
+                if left <= 0 or not sel.select(left):
+                    self._kill()
+                    msg = f"{BINARY} not ready after {self.ready_timeout_s} s: {self._err_text()}"
+                    self._close()
+                    raise LinkEmulatorError(msg)
+                chunk = os.read(self.proc.stdout.fileno(), 64)
+                if not chunk:
+                    rc = self.proc.wait()
+                    msg = f"{BINARY} exited with {rc}: {self._err_text()}"
+                    self._close()
+                    raise LinkEmulatorError(msg)
+                line += chunk
+        finally:
+            sel.close()
+        if line.strip() != b"ready":
+            self._kill()
+            self._close()
+            raise LinkEmulatorError(f"{BINARY} said {line!r} instead of 'ready'")
+        return self
+
+    def stop(self, timeout_s: float = 10.0) -> dict[str, Any]:
+        """SIGTERM, wait, read and return the stats (also kept in ``self.stats``)."""
+        if self.proc is None:
+            raise LinkEmulatorError(f"{BINARY} was not started")
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self._kill()
+            self._close()
+            raise LinkEmulatorError(f"{BINARY} did not stop within {timeout_s} s") from None
+        err = self._err_text()
+        self._close()
+        if rc != 0:
+            raise LinkEmulatorError(f"{BINARY} exited with {rc}: {err}")
+        self.stats = json.loads(Path(self.spec["stats_path"]).read_text())
+        return self.stats
+
+    def _close(self) -> None:
+        if self.proc is not None:
+            for f in (self.proc.stdin, self.proc.stdout):
+                if f is not None and not f.closed:
+                    f.close()
+        if not self._stderr.closed:
+            self._stderr.close()
+
+    @property
+    def stderr_text(self) -> str:
+        """What cclab-link wrote to stderr (warnings such as falling behind)."""
+        return self._err_text()
+
+    def _err_text(self) -> str:
+        try:
+            self._stderr.flush()
+            self._stderr.seek(0)
+            return self._stderr.read().decode(errors="replace").strip()
+        except (ValueError, OSError):
+            return (self.workdir / "link-stderr.txt").read_text(errors="replace").strip()
+
+    def _kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self) -> LinkEmulator:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            if exc[0] is None:
+                self.stop()
+            else:
+                self._kill()
+                self._close()
