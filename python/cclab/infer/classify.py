@@ -17,7 +17,7 @@ random loss, not queueing, ends their epochs), which the confusion matrix shows.
 
 "unknown": a trace whose features are far from every training trace (standardised distance to the
 nearest one above the training set's own 99th percentile, times 1.5), or whose best class gets
-under 40 % of the forest's votes.
+under 30 % of the forest's votes.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ EVAL_AXES = {
 }
 DURATION_S = 60.0
 MSS_BYTES = 1448
-_MIN_VOTE = 0.4
+_MIN_VOTE = 0.3
 
 
 @dataclass

@@ -31,6 +31,9 @@ FEATURES = [
     "dip_period_s",     # median spacing of dips to <= 4 packets (0 when fewer than 2)
     "cv_late",          # coefficient of variation of cwnd in the second half
     "timeout_frac",     # share of reductions that fell below 30 % (RTO-like)
+    "has_rtt",          # 1 when the trace carries srtt and min_rtt (cclab, TCP_INFO, ss)
+    "qdelay",           # median queueing delay (srtt - min_rtt) / min_rtt; -1 without RTTs
+    "qdelay_at_loss",   # the same just before reductions (Vegas, Veno and Westwood+ read it)
 ]
 
 
@@ -81,6 +84,7 @@ def features(trace: pd.DataFrame) -> np.ndarray:
     late = w[len(w) // 2 :]
     cv = float(np.std(late) / max(np.mean(late), 1e-9)) if late.size else 0.0
     to_frac = float(np.mean([c.timeout for c in cyc])) if cyc else 0.0
+    has_rtt, qd, qd_loss = _queueing(trace, [c.t_reduce_s for c in real])
     return np.array(
         [
             beta,
@@ -95,6 +99,26 @@ def features(trace: pd.DataFrame) -> np.ndarray:
             dip,
             cv,
             to_frac,
+            has_rtt,
+            qd,
+            qd_loss,
         ],
         dtype=float,
     )
+
+
+def _queueing(trace: pd.DataFrame, t_losses: list[float]) -> tuple[float, float, float]:
+    """(has_rtt, median queueing delay ratio, median ratio just before the reductions)."""
+    if not {"srtt_ms", "min_rtt_ms"} <= set(trace.columns):
+        return 0.0, -1.0, -1.0
+    srtt = pd.to_numeric(trace["srtt_ms"], errors="coerce").to_numpy(float)
+    mn = pd.to_numeric(trace["min_rtt_ms"], errors="coerce").to_numpy(float)
+    ok = np.isfinite(srtt) & np.isfinite(mn) & (mn > 0)
+    if ok.sum() < 10:
+        return 0.0, -1.0, -1.0
+    base = float(np.min(mn[ok]))
+    ratio = np.clip((srtt - base) / base, 0, 50)
+    qd = float(np.median(ratio[ok]))
+    t = trace["t_s"].to_numpy(float)
+    at = [ratio[i] for i in np.searchsorted(t, t_losses) - 1 if 0 <= i < len(t) and ok[i]]
+    return 1.0, qd, float(np.median(at)) if at else qd
