@@ -1,8 +1,11 @@
 """The S0 figures: throughput vs error rate (paper Figs. 4-6), cwnd over time (Fig. 8), measured
-vs fitted CUBIC curves (Fig. 10). Each is written as PNG and SVG."""
+vs fitted CUBIC curves (Fig. 10). Each is written as PNG and SVG; they are drawn in parallel
+(one process per figure, every core)."""
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-__all__ = ["draw_all"]
+__all__ = ["draw_all", "throughput_vs_loss", "cwnd_over_time", "cubic_fit"]
 
 _LABEL = {"cubic": "Linux CUBIC", "cubic-ios": "iOS-like CUBIC"}
 _COLOR = {"cubic": "C0", "cubic-ios": "C3"}
@@ -28,6 +31,7 @@ def _save(fig: Any, stem: Path) -> Path:
 
 
 def throughput_vs_loss(a: pd.DataFrame, rtt: int, stem: Path) -> Path:
+    """Figs. 4-6: mean throughput per error rate with its 95 % interval, both stacks."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
     sub = a[a["rtt_ms"] == rtt]
     for cc, g in sub.groupby("cc"):
@@ -38,6 +42,7 @@ def throughput_vs_loss(a: pd.DataFrame, rtt: int, stem: Path) -> Path:
                     color=_COLOR.get(cc), label=f"{_LABEL.get(cc, cc)} (n={int(g['n'].min())})")
     ax.set_xscale("symlog", linthresh=1e-6)
     ax.set_xlim(-1e-7, 2e-2)
+    ax.set_ylim(bottom=0)
     ax.set_xlabel("link error rate (packet loss probability)")
     ax.set_ylabel("throughput (Mbit/s)")
     ax.set_title(f"S0 experiment A: RTT {rtt} ms (mean, 95 % CI)", fontsize=10)
@@ -46,11 +51,12 @@ def throughput_vs_loss(a: pd.DataFrame, rtt: int, stem: Path) -> Path:
     return _save(fig, stem)
 
 
-def cwnd_over_time(sweep: Any, b_runs: pd.DataFrame, rtt: int, stem: Path) -> Path:
+def cwnd_over_time(traces: list[tuple[str, Path]], rtt: int, stem: Path) -> Path:
+    """Fig. 8: cwnd over time of each (stack, flows.parquet) on the lossless path."""
     fig, ax = plt.subplots(figsize=(8, 4.2), dpi=110)
-    for _, r in b_runs[(b_runs["rtt_ms"] == rtt) & b_runs["ok"].astype(bool)].iterrows():
-        f = sweep.trace(r["key"])
-        ax.plot(f["t_s"], f["cwnd_pkts"], lw=0.9, color=_COLOR.get(r["cc"]), label=_LABEL.get(r["cc"], r["cc"]))
+    for cc, path in traces:
+        f = pd.read_parquet(path, columns=["t_s", "cwnd_pkts"])
+        ax.plot(f["t_s"], f["cwnd_pkts"], lw=0.9, color=_COLOR.get(cc), label=_LABEL.get(cc, cc))
     ax.set_xlabel("time (s)")
     ax.set_ylabel("cwnd (packets)")
     ax.set_title(f"S0 experiment B: cwnd over time, RTT {rtt} ms, no random loss", fontsize=10)
@@ -59,19 +65,40 @@ def cwnd_over_time(sweep: Any, b_runs: pd.DataFrame, rtt: int, stem: Path) -> Pa
     return _save(fig, stem)
 
 
-def draw_all(fig_dir: Path, a: pd.DataFrame, sweep: Any, b_runs: pd.DataFrame, c: pd.DataFrame) -> dict[str, Path]:
-    """Every S0 figure; returns name -> PNG path."""
+def cubic_fit(trace_path: Path, stem: Path) -> Path:
+    """Fig. 10: measured cwnd and the fitted curves (``cclab.infer.plot_cubic_fit``), PNG and SVG."""
     from ..infer import estimate_cubic, plot_cubic_fit
 
-    figs: dict[str, Path] = {}
+    trace = pd.read_parquet(trace_path)
+    est = estimate_cubic(trace, max_cycles=3)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    plot_cubic_fit(est, trace, stem.with_suffix(".png"))
+    plot_cubic_fit(est, trace, stem.with_suffix(".svg"))
+    return stem.with_suffix(".png")
+
+
+def _draw(task: tuple[Any, ...]) -> Path:
+    fn, *args = task
+    return fn(*args)
+
+
+def draw_all(fig_dir: Path, a: pd.DataFrame, sweep: Any, b_runs: pd.DataFrame, jobs: int | None = None) -> dict[str, Path]:
+    """Every S0 figure; returns name -> PNG path (in a fixed order)."""
+    tasks: dict[str, tuple[Any, ...]] = {}
     for i, rtt in enumerate(sorted(a["rtt_ms"].unique()) if len(a) else [], start=4):
-        figs[f"fig{i}_throughput_{rtt}ms"] = throughput_vs_loss(a, int(rtt), fig_dir / f"fig{i}_throughput_{rtt}ms")
-    if len(b_runs):
-        rtt_b = int(b_runs["rtt_ms"].max())
-        figs[f"fig8_cwnd_{rtt_b}ms"] = cwnd_over_time(sweep, b_runs, rtt_b, fig_dir / f"fig8_cwnd_{rtt_b}ms")
-        for _, r in b_runs[(b_runs["rtt_ms"] == rtt_b) & b_runs["ok"].astype(bool)].iterrows():
-            trace = sweep.trace(r["key"])
-            stem = fig_dir / f"fig10_fit_{r['cc']}_{rtt_b}ms"
-            plot_cubic_fit(estimate_cubic(trace, max_cycles=3), trace, stem.with_suffix(".png"))
-            figs[stem.name] = stem.with_suffix(".png")
-    return figs
+        name = f"fig{i}_throughput_{int(rtt)}ms"
+        tasks[name] = (throughput_vs_loss, a, int(rtt), fig_dir / name)
+    ok_b = b_runs[b_runs["ok"].astype(bool)] if len(b_runs) else b_runs
+    if len(ok_b):
+        rtt_b = int(ok_b["rtt_ms"].max())
+        longest = ok_b[ok_b["rtt_ms"] == rtt_b]
+        traces = [(r["cc"], sweep.trace_path(r["key"])) for _, r in longest.iterrows()]
+        tasks[f"fig8_cwnd_{rtt_b}ms"] = (cwnd_over_time, traces, rtt_b, fig_dir / f"fig8_cwnd_{rtt_b}ms")
+        for cc, path in traces:
+            name = f"fig10_fit_{cc}_{rtt_b}ms"
+            tasks[name] = (cubic_fit, path, fig_dir / name)
+    jobs = min(jobs or os.cpu_count() or 1, max(len(tasks), 1))
+    if jobs <= 1:
+        return {name: _draw(t) for name, t in tasks.items()}
+    with ProcessPoolExecutor(max_workers=jobs) as ex:
+        return dict(zip(tasks, ex.map(_draw, tasks.values())))

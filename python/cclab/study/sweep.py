@@ -1,78 +1,33 @@
-"""Sweeps: a grid of scenarios x repetitions, run in parallel, cached, failures isolated.
+"""Sweeps: run a list of :class:`~cclab.study.grid.RunSpec` in parallel, cached, failures isolated.
 
-A run is identified by its normalised scenario (every default filled in), its seed and the cclab
-version; its result is cached on disk under the hash of those, so a rerun computes only what
-changed. A run that fails (bad input, a simulator error) is recorded with its error and the
-others finish. Executors: local processes (every core by default) or a Ray cluster
-(``pip install cclab[ray]``; ``ray.init()`` connects to ``RAY_ADDRESS`` or starts a local one).
+A run is identified by its normalised scenario (every default filled in, seed included) and the
+cclab version; its result is cached on disk under the hash of those (``cache_dir/<key>/``), so a
+rerun computes only what changed, and an interrupted sweep keeps every run that finished. A run
+that fails (a field the core rejects, a simulator error, a dead worker) comes back as a row with
+``ok = False`` and its error; the others finish.
 """
 
 from __future__ import annotations
 
-import hashlib
-import itertools
+import functools
+import importlib
 import json
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 import pandas as pd
 
-__all__ = ["RunSpec", "grid", "run_sweep", "SweepResult", "derive_seed"]
+from .executors import EXECUTORS, run_local, run_ray
+from .grid import RunSpec
 
+__all__ = ["run_sweep", "run_one", "SweepResult"]
 
-def derive_seed(base: int, rep: int) -> int:
-    """The seed of repetition ``rep`` (distinct, deterministic, independent of the grid)."""
-    h = hashlib.sha256(f"{base}:{rep}".encode()).digest()
-    return int.from_bytes(h[:7], "big")
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One run: a scenario (source + dotted overrides), a seed, labels for aggregation."""
-
-    source: Any
-    overrides: tuple[tuple[str, Any], ...]
-    seed: int
-    labels: tuple[tuple[str, Any], ...]
-    keep_trace: bool = False
-
-    def scenario(self) -> Any:
-        from ..scenario import load_scenario
-
-        return load_scenario(self.source, **dict(self.overrides), seed=self.seed)
-
-    def key(self) -> str:
-        from .. import __version__
-
-        sc = self.scenario()
-        blob = json.dumps({"scenario": sc.as_run(), "version": __version__}, sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:24]
-
-
-def grid(
-    source: Any,
-    axes: dict[str, Iterable[Any]],
-    reps: int = 1,
-    base_seed: int = 1,
-    fixed: dict[str, Any] | None = None,
-    labels: dict[str, Any] | None = None,
-    keep_trace: bool = False,
-) -> list[RunSpec]:
-    """Every combination of ``axes`` (dotted scenario fields -> values) x ``reps`` repetitions."""
-    keys = list(axes)
-    specs = []
-    for values in itertools.product(*(list(axes[k]) for k in keys)):
-        point = dict(zip(keys, values))
-        for rep in range(reps):
-            ov = {**(fixed or {}), **point}
-            lab = {**(labels or {}), **point, "rep": rep}
-            specs.append(
-                RunSpec(source, tuple(sorted(ov.items())), derive_seed(base_seed, rep), tuple(lab.items()), keep_trace)
-            )
-    return specs
+#: Per-flow summary fields copied into a run's row.
+FLOW_METRICS = ("goodput_bps", "retrans_pkts", "rto_count", "fast_retransmit_count", "spurious_rto_count",
+                "mean_cwnd_pkts", "mean_srtt_ms")
 
 
 def _metrics(result: Any) -> dict[str, Any]:
@@ -81,102 +36,90 @@ def _metrics(result: Any) -> dict[str, Any]:
     m: dict[str, Any] = {}
     for i, f in enumerate(flows):
         p = "" if len(flows) == 1 else f"flow{i}_"
-        for k in ("goodput_bps", "retrans_pkts", "rto_count", "fast_retransmit_count", "spurious_rto_count",
-                  "mean_cwnd_pkts", "mean_srtt_ms"):
-            if k in f:
-                m[p + k] = f[k]
+        m |= {p + k: f[k] for k in FLOW_METRICS if k in f}
     run = s.get("run", {})
     if isinstance(run, dict) and "jain_index" in run:
         m["jain_index"] = run["jain_index"]
     return m
 
 
+def _call(ref: str, flows: pd.DataFrame) -> pd.DataFrame:
+    mod, _, name = ref.partition(":")
+    return getattr(importlib.import_module(mod), name)(flows)
+
+
+def _write_atomic(path: Path, write: Callable[[Path], None]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+def _failed(spec: RunSpec, error: str) -> dict[str, Any]:
+    return dict(spec.labels) | {"seed": spec.seed, "ok": False, "error": error, "cached": False}
+
+
 def run_one(spec: RunSpec, cache_dir: str | None) -> dict[str, Any]:
-    """Run (or fetch from the cache) one spec; never raises: failures come back as rows."""
-    row: dict[str, Any] = dict(spec.labels)
-    row["seed"] = spec.seed
+    """Run (or read back from the cache) one spec. Never raises for a bad run: the failure comes
+    back as a row with ``ok = False`` and ``error``."""
+    row: dict[str, Any] = dict(spec.labels) | {"seed": spec.seed}
     try:
         key = spec.key()
-    except Exception as e:  # noqa: BLE001 - a bad scenario is a failed run, reported
-        return row | {"ok": False, "error": f"{type(e).__name__}: {e}", "cached": False}
+    except Exception as e:  # noqa: BLE001 - a scenario the core rejects is a failed run
+        return _failed(spec, f"{type(e).__name__}: {e}")
     row["key"] = key
     cache = Path(cache_dir) / key if cache_dir else None
-    if cache is not None and (cache / "result.json").is_file():
-        data = json.loads((cache / "result.json").read_text())
-        if not spec.keep_trace or (cache / "flows.parquet").is_file():
-            return row | data | {"cached": True}
+    need = ["result.json"] + (["flows.parquet"] if spec.keep_trace else []) + (["post.parquet"] if spec.post else [])
+    if cache is not None and all((cache / n).is_file() for n in need):
+        return row | json.loads((cache / "result.json").read_text()) | {"cached": True}
     try:
         from ..sim import simulate
 
         t0 = time.perf_counter()
         result = simulate(spec.scenario())
         data = {"ok": True, "error": None, **_metrics(result), "run_s": time.perf_counter() - t0}
-    except Exception as e:  # noqa: BLE001 - isolate failures; report them
-        return row | {"ok": False, "error": f"{type(e).__name__}: {e}", "cached": False}
+        post = _call(spec.post, result.flows) if spec.post else None
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # noqa: BLE001 - also a PanicException from native code
+        return _failed(spec, f"{type(e).__name__}: {e}") | {"key": key}
     if cache is not None:
         cache.mkdir(parents=True, exist_ok=True)
         if spec.keep_trace:
-            result.flows.to_parquet(cache / "flows.parquet")
-        (cache / "result.json").write_text(json.dumps(data))
+            _write_atomic(cache / "flows.parquet", lambda p: result.flows.to_parquet(p))
+        if post is not None:
+            _write_atomic(cache / "post.parquet", lambda p: post.to_parquet(p))
+        _write_atomic(cache / "result.json", lambda p: p.write_text(json.dumps(data)))
     return row | data | {"cached": False}
 
 
 @dataclass
 class SweepResult:
-    """Rows (one per run, labels + metrics), failures, and where traces are cached."""
+    """One row per run (labels, seed, key, ok, error, cached, metrics), the failures, and where
+    traces and post-processing tables are cached."""
 
     runs: pd.DataFrame
     cache_dir: Path | None
     wall_s: float = 0.0
     failures: pd.DataFrame = field(default_factory=pd.DataFrame)
 
-    def trace(self, key: str) -> pd.DataFrame:
-        """The flows table of a run made with ``keep_trace``."""
+    def _read(self, key: str, name: str) -> pd.DataFrame:
         if self.cache_dir is None:
             raise ValueError("no cache directory: run the sweep with cache_dir to keep traces")
-        return pd.read_parquet(self.cache_dir / key / "flows.parquet")
+        return pd.read_parquet(self.cache_dir / key / name)
 
+    def trace(self, key: str) -> pd.DataFrame:
+        """The flows table of a run made with ``keep_trace``."""
+        return self._read(key, "flows.parquet")
 
-def _local(specs: list[RunSpec], cache_dir: str | None, jobs: int, tick: Callable[[], None]) -> list[dict[str, Any]]:
-    if jobs <= 1:
-        out = []
-        for s in specs:
-            out.append(run_one(s, cache_dir))
-            tick()
-        return out
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    def trace_path(self, key: str) -> Path:
+        """Where the flows table of a ``keep_trace`` run is stored."""
+        if self.cache_dir is None:
+            raise ValueError("no cache directory: run the sweep with cache_dir to keep traces")
+        return self.cache_dir / key / "flows.parquet"
 
-    rows: list[dict[str, Any] | None] = [None] * len(specs)
-    with ProcessPoolExecutor(max_workers=jobs) as ex:
-        futs = {ex.submit(run_one, s, cache_dir): i for i, s in enumerate(specs)}
-        for f in as_completed(futs):
-            i = futs[f]
-            try:
-                rows[i] = f.result()
-            except Exception as e:  # noqa: BLE001 - a worker died: report, keep going
-                rows[i] = dict(specs[i].labels) | {"ok": False, "error": f"worker: {type(e).__name__}: {e}"}
-            tick()
-    return [r for r in rows if r is not None]
-
-
-def _ray(specs: list[RunSpec], cache_dir: str | None, tick: Callable[[], None]) -> list[dict[str, Any]]:
-    try:
-        import ray
-    except ImportError:
-        raise RuntimeError("executor 'ray' needs Ray: pip install 'cclab[ray]'") from None
-    if not ray.is_initialized():
-        ray.init(address=os.environ.get("RAY_ADDRESS"), log_to_driver=False, include_dashboard=False)
-    remote = ray.remote(run_one)
-    refs = [remote.remote(s, cache_dir) for s in specs]
-    index = {r: i for i, r in enumerate(refs)}
-    rows: list[dict[str, Any] | None] = [None] * len(specs)
-    pending = list(refs)
-    while pending:
-        done, pending = ray.wait(pending, num_returns=1)
-        for r in done:
-            rows[index[r]] = ray.get(r)
-            tick()
-    return [r for r in rows if r is not None]
+    def post(self, key: str) -> pd.DataFrame:
+        """The table the spec's ``post`` function made from the run's trace."""
+        return self._read(key, "post.parquet")
 
 
 def run_sweep(
@@ -185,11 +128,14 @@ def run_sweep(
     jobs: int | None = None,
     executor: str = "local",
     progress: Callable[[int, int], None] | None = None,
+    runner: Callable[[RunSpec, str | None], dict[str, Any]] = run_one,
 ) -> SweepResult:
-    """Run every spec (cached ones are read back), in parallel; returns one row per run."""
-    if executor not in ("local", "ray"):
-        raise ValueError(f"executor: {executor!r} is not one of local, ray")
-    jobs = jobs or os.cpu_count() or 1
+    """Run every spec (cached ones are read back) in parallel; one row per spec, in order.
+
+    ``executor``: ``"local"`` (processes, ``jobs`` of them, default every core) or ``"ray"``.
+    ``progress(done, total)`` is called after each run."""
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor: {executor!r} is not one of {', '.join(EXECUTORS)}")
     cd = str(cache_dir) if cache_dir is not None else None
     done = [0]
 
@@ -199,7 +145,11 @@ def run_sweep(
             progress(done[0], len(specs))
 
     t0 = time.perf_counter()
-    rows = _ray(specs, cd, tick) if executor == "ray" else _local(specs, cd, jobs, tick)
+    fn = functools.partial(runner, cache_dir=cd)
+    if executor == "ray":
+        rows = run_ray(fn, specs, tick, _failed)
+    else:
+        rows = run_local(fn, specs, jobs, tick, _failed)
     runs = pd.DataFrame(rows)
     fails = runs[~runs["ok"].astype(bool)] if "ok" in runs else runs.iloc[0:0]
     return SweepResult(runs, Path(cd) if cd else None, time.perf_counter() - t0, fails)

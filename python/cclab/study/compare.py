@@ -1,0 +1,73 @@
+"""The paper's published qualitative S0 results beside ours: who is faster at 25/100/550 ms (and
+the crossover near 1e-4 at 100 ms), and the ranges of c and b that method C found."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+__all__ = ["PAPER", "compare_with_paper", "winners"]
+
+STACKS = {"cubic": "Linux CUBIC", "cubic-ios": "iOS-like CUBIC (beta 0.8, C 0.25)"}
+RTTS_MS = (25, 100, 550)
+
+#: The paper's published results (qualitative), for the comparison table.
+PAPER = {
+    "25ms": "iOS above Linux at every error rate",
+    "100ms": "iOS above Linux below ~1e-4, Linux above iOS from ~1e-4 on (crossover near 1e-4)",
+    "550ms": "Linux above iOS",
+    "c_linux": (0.37, 0.40),
+    "c_ios": (0.20, 0.28),
+    "b_linux": (2.6, 3.0),
+    "b_ios": (3.5, 4.7),
+}
+
+
+def winners(a: pd.DataFrame, rtt: int) -> tuple[str, list[str]]:
+    """Who is faster at each error rate: "iOS", "Linux", or "tie" when the 95 % intervals overlap
+    (or the means are within 0.5 %, as on a lossless path where both fill the link)."""
+    sub = a[a["rtt_ms"] == rtt].set_index(["loss", "cc"])
+    verdict, marks = [], []
+    for loss in sorted({i[0] for i in sub.index}):
+        try:
+            li, io = sub.loc[(loss, "cubic")], sub.loc[(loss, "cubic-ios")]
+        except KeyError:
+            continue
+        lm, im = li["goodput_mbps_mean"], io["goodput_mbps_mean"]
+        overlap = not (li["goodput_mbps_ci95_high"] < io["goodput_mbps_ci95_low"]
+                       or io["goodput_mbps_ci95_high"] < li["goodput_mbps_ci95_low"])
+        if abs(lm - im) <= 0.005 * max(lm, im) or overlap:
+            w = "tie"
+        else:
+            w = "iOS" if im > lm else "Linux"
+        marks.append(w)
+        verdict.append(f"{loss:g}: {w}")
+    wins = {w for w in marks if w != "tie"}
+    if not wins:
+        s = "no significant difference at any error rate"
+    elif wins == {"iOS"}:
+        s = "iOS above Linux where they differ (" + ", ".join(v for v in verdict if v.endswith("iOS")) + ")"
+    elif wins == {"Linux"}:
+        s = "Linux above iOS where they differ (" + ", ".join(v for v in verdict if v.endswith("Linux")) + ")"
+    else:
+        s = "mixed: " + "; ".join(v for v in verdict if not v.endswith("tie"))
+    return s, verdict
+
+
+def compare_with_paper(a: pd.DataFrame, c: pd.DataFrame) -> pd.DataFrame:
+    """The paper's published qualitative results beside ours."""
+    rows = []
+    for rtt in RTTS_MS:
+        ours, detail = winners(a, rtt) if len(a) else ("(no data)", [])
+        rows.append({"result": f"throughput order at {rtt} ms", "paper": PAPER[f"{rtt}ms"], "cclab": ours,
+                     "detail": "; ".join(detail)})
+    for stack, key in (("cubic", "linux"), ("cubic-ios", "ios")):
+        sub = c[c["stack"] == stack] if len(c) else c
+        for p in ("c", "b"):
+            lo, hi = PAPER[f"{p}_{key}"]
+            if len(sub):
+                v = sub[p].dropna()
+                ours = f"{v.min():.3f}-{v.max():.3f} (median {v.median():.3f})"
+            else:
+                ours = "(no usable cycles)"
+            rows.append({"result": f"{p} of {STACKS[stack]}", "paper": f"{lo}-{hi}", "cclab": ours, "detail": ""})
+    return pd.DataFrame(rows)
