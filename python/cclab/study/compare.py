@@ -15,6 +15,7 @@ PAPER = {
     "25ms": "iOS above Linux at every error rate",
     "100ms": "iOS above Linux below ~1e-4, Linux above iOS from ~1e-4 on (crossover near 1e-4)",
     "550ms": "Linux above iOS",
+    "crossover_100ms": "near 1e-4 (iOS ahead below, Linux ahead above)",
     "c_linux": (0.37, 0.40),
     "c_ios": (0.20, 0.28),
     "b_linux": (2.6, 3.0),
@@ -53,6 +54,19 @@ def winners(a: pd.DataFrame, rtt: int) -> tuple[str, list[str]]:
     return s, verdict
 
 
+def crossover(verdict: list[str]) -> str:
+    """Where the faster stack changes from iOS (low error rates) to Linux (high ones), from the
+    per-error-rate verdicts of :func:`winners` ("<loss>: iOS|Linux|tie")."""
+    marks = [(float(v.split(": ")[0]), v.split(": ")[1]) for v in verdict]
+    ios = [x for x, w in marks if w == "iOS"]
+    linux = [x for x, w in marks if w == "Linux"]
+    if ios and linux and max(ios) < min(linux):
+        return f"between {max(ios):g} and {min(linux):g} (iOS ahead up to {max(ios):g}, Linux from {min(linux):g})"
+    if ios and linux:
+        return "no clean crossover (the order changes more than once)"
+    return "none (" + ("only iOS ahead" if ios else "only Linux ahead" if linux else "no significant difference") + ")"
+
+
 def compare_with_paper(a: pd.DataFrame, c: pd.DataFrame) -> pd.DataFrame:
     """The paper's published qualitative results beside ours."""
     rows = []
@@ -60,6 +74,9 @@ def compare_with_paper(a: pd.DataFrame, c: pd.DataFrame) -> pd.DataFrame:
         ours, detail = winners(a, rtt) if len(a) else ("(no data)", [])
         rows.append({"result": f"throughput order at {rtt} ms", "paper": PAPER[f"{rtt}ms"], "cclab": ours,
                      "detail": "; ".join(detail)})
+        if rtt == 100:
+            rows.append({"result": "crossover at 100 ms", "paper": PAPER["crossover_100ms"],
+                         "cclab": crossover(detail) if detail else "(no data)", "detail": ""})
     for stack, key in (("cubic", "linux"), ("cubic-ios", "ios")):
         sub = c[c["stack"] == stack] if len(c) else c
         for p in ("c", "b"):

@@ -15,7 +15,7 @@ __all__ = ["write_s0_report"]
 _CSS = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;font-size:.85em;margin:.8em 0}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}
+.tw{overflow-x:auto}table{border-collapse:collapse;font-size:.85em;margin:.8em 0}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
 figure{margin:1.2em 0}figure img{max-width:100%;border:1px solid #eee}figcaption{font-size:.9em;color:#444}
 pre{background:#f7f7f7;padding:.7em;overflow-x:auto;font-size:.8em}.meta{color:#666;font-size:.9em}
@@ -30,7 +30,8 @@ def _img(path: Path) -> str:
 def _table(df: pd.DataFrame, digits: int = 3) -> str:
     if df is None or df.empty:
         return "<p><em>(empty)</em></p>"
-    return df.to_html(index=False, float_format=lambda x: f"{x:.{digits}g}", border=0, na_rep="")
+    body = df.to_html(index=False, float_format=lambda x: f"{x:.{digits}g}", border=0, na_rep="")
+    return f"<div class='tw'>{body}</div>"
 
 
 def _figure(path: Path, caption: str) -> str:
@@ -41,6 +42,7 @@ def write_s0_report(res: Any) -> Path:
     """Write ``res.out_dir/report.html`` for an S0 result."""
     from .. import __version__
     from ..scenario import shipped_scenarios
+    from .grid import derive_seed
 
     cfg = res.cfg
     parts = [
@@ -51,6 +53,9 @@ def write_s0_report(res: Any) -> Path:
         f"{'quick grid' if cfg.quick else 'full grid'} &middot; {cfg.reps} runs per point (seeds derived from "
         f"base seed 1 and the repetition index) &middot; {len(res.a_runs) + len(res.b_runs)} runs in "
         f"{res.wall_s:.1f} s &middot; {len(res.failures)} failed</p>",
+        f"<p class='meta'>Seeds of repetitions 0..{cfg.reps - 1}: "
+        f"{', '.join(str(derive_seed(1, r)) for r in range(cfg.reps))} (every grid point uses the same "
+        "seeds; experiment B uses repetition 0's).</p>",
         "<p>Reproduction of Hozumi, Utsumi and Zabir: Linux CUBIC against an iOS-like CUBIC (the paper's "
         "measured constants: beta 0.8, C 0.25; preset <code>cubic-ios</code>) through a Dummynet-like "
         "link with random loss and a drop-tail buffer.</p>",

@@ -1,0 +1,42 @@
+"""The comparison with the paper: who is faster per error rate (a tie when the 95 % intervals
+overlap), the crossover at 100 ms, and the c and b ranges, on synthetic aggregated tables."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from cclab.study.compare import compare_with_paper, crossover, winners
+
+
+def _a(rtt, points):
+    rows = []
+    for loss, (linux, ios) in points.items():
+        for cc, m in (("cubic", linux), ("cubic-ios", ios)):
+            rows.append({"rtt_ms": rtt, "cc": cc, "loss": loss, "goodput_mbps_mean": m,
+                         "goodput_mbps_ci95_low": m - 0.5, "goodput_mbps_ci95_high": m + 0.5})
+    return pd.DataFrame(rows)
+
+
+def test_the_paper_shape_at_100ms_is_recognised():
+    a = _a(100, {1e-5: (30.0, 35.0), 1e-4: (20.0, 20.2), 1e-3: (5.0, 3.0)})
+    summary, verdict = winners(a, 100)
+    assert verdict == ["1e-05: iOS", "0.0001: tie", "0.001: Linux"]
+    assert summary.startswith("mixed")
+    assert crossover(verdict) == "between 1e-05 and 0.001 (iOS ahead up to 1e-05, Linux from 0.001)"
+
+
+def test_no_difference_is_a_tie_everywhere():
+    a = _a(25, {0.0: (60.0, 60.1), 1e-3: (10.0, 10.3)})
+    summary, verdict = winners(a, 25)
+    assert summary == "no significant difference at any error rate"
+    assert crossover(verdict).startswith("none")
+
+
+def test_compare_table_has_every_published_result():
+    a = pd.concat([_a(r, {1e-4: (10.0, 12.0)}) for r in (25, 100, 550)])
+    c = pd.DataFrame({"stack": ["cubic", "cubic-ios"], "c": [0.39, 0.25], "b": [2.7, 4.2]})
+    t = compare_with_paper(a, c).set_index("result")
+    assert t.loc["throughput order at 25 ms", "cclab"].startswith("iOS above Linux")
+    assert t.loc["crossover at 100 ms", "paper"].startswith("near 1e-4")
+    assert t.loc["c of Linux CUBIC", "cclab"].startswith("0.390-0.390")
+    assert t.loc["c of Linux CUBIC", "paper"] == "0.37-0.4"
