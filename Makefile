@@ -22,6 +22,11 @@ setup-test:
 run: setup
 	cclab study s0 -o out/s0
 
+# A study with options, e.g. make study STUDY_ARGS="--quick -o out/s0-quick".
+STUDY_ARGS ?= -o out/s0
+study: setup
+	cclab study s0 $(STUDY_ARGS)
+
 test: setup-test test-rust test-python
 
 test-rust:
