@@ -50,6 +50,8 @@ pub const FAIR: &[&str] = &[
     "illinois",
     "yeah",
     "bbr",
+    "bbr2",
+    "bbr3",
 ];
 
 #[test]

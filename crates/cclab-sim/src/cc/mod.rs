@@ -13,6 +13,9 @@ mod registry;
 pub mod reno;
 // Issue 3 algorithms (one file each; each exposes `info()` and `build()`).
 pub mod bbr;
+pub mod bbr2;
+pub mod bbr3;
+pub mod bbr_v2v3;
 pub mod bic;
 pub mod cubic_xnu;
 pub mod highspeed;
@@ -61,6 +64,9 @@ pub enum CaEvent {
     EcnNoCe,
     /// Received CE marked IP packet.
     EcnIsCe,
+    /// A tail loss probe repaired a lost segment (`CA_EVENT_TLP_RECOVERY`, added by google/bbr's
+    /// v3 branch; stock Linux has no such event, so only bbr3 reacts to it).
+    TlpRecovery,
 }
 
 /// `in_ack_event` flags (`enum tcp_ca_ack_event_flags`).
@@ -116,6 +122,22 @@ pub struct RateSample {
     /// end_seq of the segment the sample was taken from (`last_end_seq`), to order segments
     /// sent in the same microsecond.
     pub last_end_seq: u64,
+    /// Packets in flight when the sampled skb was sent (`rs->tx_in_flight`, google/bbr
+    /// v2alpha/v3).
+    pub tx_in_flight: u32,
+    /// `tp->lost` when the sampled skb was sent (`rs->prior_lost`, google/bbr v2alpha/v3).
+    pub prior_lost: u32,
+    /// Packets lost over the sampled flight, `tp->lost - prior_lost` (`rs->lost`, google/bbr
+    /// v2alpha/v3).
+    pub lost: i32,
+    /// Whether this ACK covers a TLP retransmission (`rs->is_acking_tlp_retrans_seq`, google/bbr
+    /// v3).
+    pub is_acking_tlp_retrans_seq: bool,
+    /// CE-marked packets delivered over the sampled flight (`rs->delivered_ce`, google/bbr
+    /// v2alpha/v3). ECN is not modelled by the core: always 0.
+    pub delivered_ce: i32,
+    /// Whether this ACK carried ECE (`rs->is_ece`, google/bbr v2alpha/v3). Always false here.
+    pub is_ece: bool,
 }
 
 /// A congestion-control algorithm: Linux's `tcp_congestion_ops` as a trait.
@@ -155,6 +177,11 @@ pub trait CongestionControl: Send {
     fn tso_segs(&self, _tp: &TcpSock, _mss_now: u32) -> Option<u32> {
         None
     }
+
+    /// The core just marked `skb` lost (`skb_marked_lost`, added to tcp_congestion_ops by
+    /// google/bbr's v2alpha and v3 branches; called from `tcp_mark_skb_lost` after `tp->lost`
+    /// counted it).
+    fn skb_marked_lost(&mut self, _tp: &mut TcpSock, _skb: &crate::tcp::skb::Skb) {}
 
     /// Whether this algorithm replaces the stock cwnd logic with `cong_control` (as BBR does).
     fn has_cong_control(&self) -> bool {

@@ -229,6 +229,8 @@ fn family() -> Vec<(AlgorithmInfo, BuildFn)> {
         (super::yeah::info(), super::yeah::build),
         (super::lp::info(), super::lp::build),
         (super::bbr::info(), super::bbr::build),
+        (super::bbr2::info(), super::bbr2::build),
+        (super::bbr3::info(), super::bbr3::build),
         (super::cubic_xnu::info(), super::cubic_xnu::build),
     ]
 }
@@ -412,7 +414,7 @@ mod tests {
             assert_eq!(build(a.name, &Params::new()).unwrap().name(), a.name);
         }
         for a in &all {
-            let src = ["Linux 6.18 net/ipv4/", "Apple xnu-"];
+            let src = ["Linux 6.18 net/ipv4/", "Apple xnu-", "google/bbr branch "];
             assert!(src.iter().any(|s| a.source.starts_with(s)), "{}", a.source);
             assert_eq!(a.preset_params.is_empty(), a.name == a.base);
             for k in a.preset_params.keys() {

@@ -273,11 +273,16 @@ impl Sender {
                 self.rtx.get_mut(idx).sacked &= !SACKED_RETRANS;
                 self.tp.retrans_out -= 1;
                 self.tp.lost += 1;
+                // google/bbr v2alpha/v3 tcp_notify_skb_loss_event: the skb_marked_lost hook.
+                let skb = *self.rtx.get(idx);
+                self.cc.skb_marked_lost(&mut self.tp, &skb);
             }
         } else {
             self.tp.lost_out += 1;
             self.rtx.get_mut(idx).sacked |= LOST;
             self.tp.lost += 1;
+            let skb = *self.rtx.get(idx);
+            self.cc.skb_marked_lost(&mut self.tp, &skb);
         }
     }
 

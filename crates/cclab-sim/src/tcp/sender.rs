@@ -490,6 +490,9 @@ impl Sender {
             self.tp.first_tx_mstamp_us,
             self.tp.app_limited != 0,
         );
+        // google/bbr v2alpha/v3 `tcp_set_tx_in_flight`: inflight including this skb, taken
+        // before packets_out / retrans_out count it; and `tx.lost` = tp->lost.
+        let (in_flight, lost) = (self.tp.packets_in_flight() + 1, self.tp.lost);
         let skb = self.rtx.get_mut(idx);
         skb.xmit_us = now_us;
         skb.tsval = tsval;
@@ -497,6 +500,8 @@ impl Sender {
         skb.tx_delivered_mstamp_us = dmst;
         skb.tx_first_tx_mstamp_us = ftx;
         skb.tx_is_app_limited = app;
+        skb.tx_in_flight = in_flight;
+        skb.tx_lost = lost;
         out.push(DataSeg {
             seq: skb.seq,
             len: (skb.end_seq - skb.seq) as u32,
@@ -552,6 +557,8 @@ impl Sender {
                 tx_delivered_mstamp_us: 0,
                 tx_first_tx_mstamp_us: 0,
                 tx_is_app_limited: false,
+                tx_in_flight: 0,
+                tx_lost: 0,
             });
             let idx = self.rtx.len() - 1;
             let (prior_wstamp_ns, len) = self.transmit_seg(idx, false, out);
@@ -728,6 +735,9 @@ impl Sender {
         if prior_packets > 0 {
             ca_rtt_us = self.clean_rtx_queue(prior_snd_una, &mut flag, &mut ss);
             self.rack_update_reo_wnd(prior_delivered);
+            // google/bbr v3 tcp_ack: does this ACK cover a TLP retransmission?
+            ss.rate.is_acking_tlp_retrans_seq =
+                self.tlp_retrans && self.tlp_high_seq.is_some_and(|h| ack >= h);
             if self.tlp_high_seq.is_some() {
                 self.process_tlp_ack(ack, flag);
             }
@@ -770,6 +780,8 @@ impl Sender {
         }
         rs.acked_sacked = delivered;
         rs.losses = lost as i32;
+        // google/bbr v2alpha/v3 tcp_rate_gen: packets lost over the sampled flight.
+        rs.lost = tp.lost.wrapping_sub(rs.prior_lost) as i32;
         if rs.prior_mstamp_us == 0 {
             rs.delivered = -1;
             rs.interval_us = -1;
@@ -818,6 +830,10 @@ impl Sender {
             rs.is_app_limited = skb.tx_is_app_limited;
             rs.is_retrans = skb.sacked & EVER_RETRANS != 0;
             rs.last_end_seq = skb.end_seq;
+            // google/bbr v2alpha/v3 tcp_rate_skb_delivered: the skb's send-time inflight and
+            // tp->lost, for rs->tx_in_flight and rs->lost.
+            rs.tx_in_flight = skb.tx_in_flight;
+            rs.prior_lost = skb.tx_lost;
             // Record send time of most recently ACKed packet, and the send phase's length.
             self.tp.first_tx_mstamp_us = skb.xmit_us;
             rs.interval_us = TcpSock::stamp_us_delta(skb.xmit_us, skb.tx_first_tx_mstamp_us) as i64;

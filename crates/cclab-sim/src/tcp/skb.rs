@@ -34,6 +34,12 @@ pub struct Skb {
     pub tx_first_tx_mstamp_us: u64,
     /// Whether the flow was application-limited when sent (`tx.is_app_limited`).
     pub tx_is_app_limited: bool,
+    /// Packets in flight when this segment was sent, itself included (`tx.in_flight`, added by
+    /// google/bbr's v2alpha and v3 branches in `tcp_set_tx_in_flight`, tcp_output.c).
+    pub tx_in_flight: u32,
+    /// `tp->lost` when this segment was sent (`tx.lost`, google/bbr v2alpha/v3,
+    /// `tcp_rate_skb_sent`).
+    pub tx_lost: u32,
 }
 
 impl Skb {
@@ -126,6 +132,8 @@ mod tests {
             tx_delivered_mstamp_us: 0,
             tx_first_tx_mstamp_us: 0,
             tx_is_app_limited: false,
+            tx_in_flight: 0,
+            tx_lost: 0,
         }
     }
 

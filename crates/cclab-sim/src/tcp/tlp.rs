@@ -5,7 +5,7 @@
 //! segment again) draws the SACK that starts fast recovery instead of waiting for the RTO.
 
 use super::sender::{flag, Sender, SenderEvent, XmitTimer};
-use crate::cc::CaState;
+use crate::cc::{CaEvent, CaState};
 use crate::tcp::segment::DataSeg;
 
 /// `TCP_TIMEOUT_MIN_US`.
@@ -98,6 +98,9 @@ impl Sender {
             self.set_ca_state(CaState::Cwr);
             self.end_cwnd_reduction();
             self.try_keep_open();
+            // google/bbr v3: tell the algorithm the probe repaired a loss
+            // (`CA_EVENT_TLP_RECOVERY`, tcp_process_tlp_ack).
+            self.cc.cwnd_event(&mut self.tp, CaEvent::TlpRecovery);
         } else if f & (flag::SND_UNA_ADVANCED | flag::NOT_DUP | flag::DATA_SACKED) == 0 {
             // Pure dupack: original and TLP probe arrived; no loss.
             self.tlp_high_seq = None;
