@@ -18,7 +18,7 @@ use std::io::{self, BufWriter, Write};
 use std::os::fd::{AsFd, OwnedFd};
 
 /// Packets read from one TUN before turning to the next.
-const READ_BATCH: usize = 64;
+const READ_BATCH: usize = 16;
 /// The timer is armed this much before a release and the rest is polled, so a release does
 /// not pay the timer's wake-up latency (tens of us on a busy machine), ns.
 const SPIN_NS: u64 = 20_000;
