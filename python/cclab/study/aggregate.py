@@ -23,7 +23,7 @@ def aggregate(runs: pd.DataFrame, by: list[str], metrics: list[str]) -> pd.DataF
         row = dict(zip(by, keys))
         row["n"] = len(g)
         for m in metrics:
-            x = pd.to_numeric(g[m], errors="coerce").dropna().to_numpy(float)
+            x = pd.to_numeric(g[m], errors="coerce").dropna().to_numpy(float) if m in g else np.array([])
             mean = float(np.mean(x)) if x.size else np.nan
             sd = float(np.std(x, ddof=1)) if x.size > 1 else np.nan
             half = float(student_t.ppf(0.975, x.size - 1) * sd / np.sqrt(x.size)) if x.size > 1 else np.nan
