@@ -245,3 +245,35 @@ def test_bad_spec_and_missing_namespace_exit_2(binary: Path, tmp_path: Path) -> 
     spec = _spec(("cclab-none-a", "cclab-none-b"), {"delay_ms": 1}, {})
     with pytest.raises(LinkEmulatorError, match="namespace .cclab-none-a. not found"):
         LinkEmulator(spec, binary=binary, workdir=tmp_path).start()
+
+
+def test_stdin_eof_stops_cleanly_with_stats(binary: Path, pair, tmp_path: Path) -> None:
+    spec = _spec(pair, {"delay_ms": 1}, {})
+    spec["stats_path"] = str(tmp_path / "stats.json")
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    p = subprocess.Popen([str(binary), "--spec", str(tmp_path / "spec.json")],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout is not None and p.stdin is not None
+    assert p.stdout.readline() == b"ready\n"
+    p.stdin.close()
+    rc = p.wait(timeout=10)
+    err = p.stderr.read() if p.stderr else b""
+    for f in (p.stdout, p.stderr):
+        if f is not None:
+            f.close()
+    assert rc == 0, err
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert [link["name"] for link in stats["links"]] == ["fwd", "rev"]
+    # The TUN devices go away with the emulator.
+    out = subprocess.run(["ip", "-n", pair[0], "link", "show", "cl0"], capture_output=True)
+    assert out.returncode != 0
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux)")
+def test_not_root_is_refused_with_exit_2(binary: Path, tmp_path: Path) -> None:
+    spec = _spec(("cclab-x-a", "cclab-x-b"), {"delay_ms": 1}, {})
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec))
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        str(binary), "--spec", str(path)], capture_output=True, text=True)
+    assert r.returncode == 2 and "must run as root" in r.stderr, r.stderr

@@ -40,6 +40,10 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("cclab-link: must run as root (it opens TUN devices inside network namespaces)");
+        return ExitCode::from(2);
+    }
     let text = match std::fs::read_to_string(&args.spec) {
         Ok(t) => t,
         Err(e) => {
@@ -54,10 +58,6 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if !nix::unistd::geteuid().is_root() {
-        eprintln!("cclab-link: must run as root (it opens TUN devices inside network namespaces)");
-        return ExitCode::from(2);
-    }
     let opts = Options {
         ignore_stdin: args.ignore_stdin,
         rt_priority: args.rt_priority,
