@@ -34,9 +34,12 @@ def test_no_difference_is_a_tie_everywhere():
 
 def test_compare_table_has_every_published_result():
     a = pd.concat([_a(r, {1e-4: (10.0, 12.0)}) for r in (25, 100, 550)])
-    c = pd.DataFrame({"stack": ["cubic", "cubic-ios"], "c": [0.39, 0.25], "b": [2.7, 4.2]})
+    c = pd.DataFrame({"stack": ["cubic", "cubic-ios"], "c": [0.39, 0.25], "b": [2.7, 4.2], "inv_c": [1 / 0.39, 4.0],
+                      "beta": [0.7, 0.8]})
     t = compare_with_paper(a, c).set_index("result")
     assert t.loc["throughput order at 25 ms", "cclab"].startswith("iOS above Linux")
     assert t.loc["crossover at 100 ms", "paper"].startswith("near 1e-4")
     assert t.loc["c of Linux CUBIC", "cclab"].startswith("0.390-0.390")
     assert t.loc["c of Linux CUBIC", "paper"] == "0.37-0.4"
+    assert t.loc["b vs 1/c of Linux CUBIC", "cclab"].startswith("at most 5 %")  # |2.7 - 2.564| / 2.564
+    assert t.loc["W'/Wmax of iOS-like CUBIC (beta 0.8, C 0.25)", "cclab"].startswith("0.800-0.800")

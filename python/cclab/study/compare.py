@@ -20,6 +20,10 @@ PAPER = {
     "c_ios": (0.20, 0.28),
     "b_linux": (2.6, 3.0),
     "b_ios": (3.5, 4.7),
+    "b_vs_inv_c_linux": "< 20 %",
+    "b_vs_inv_c_ios": "< 8 %",
+    "beta_linux": "~0.70",
+    "beta_ios": "~0.80",
 }
 
 
@@ -87,4 +91,18 @@ def compare_with_paper(a: pd.DataFrame, c: pd.DataFrame) -> pd.DataFrame:
             else:
                 ours = "(no usable cycles)"
             rows.append({"result": f"{p} of {STACKS[stack]}", "paper": f"{lo}-{hi}", "cclab": ours, "detail": ""})
+        if len(sub) and {"b", "inv_c"} <= set(sub):
+            d = ((sub["b"] - sub["inv_c"]).abs() / sub["inv_c"]).dropna() * 100
+            ours = f"at most {d.max():.0f} % (median {d.median():.0f} %)" if len(d) else "(no usable cycles)"
+        else:
+            ours = "(no usable cycles)"
+        rows.append({"result": f"b vs 1/c of {STACKS[stack]}", "paper": PAPER[f"b_vs_inv_c_{key}"], "cclab": ours,
+                     "detail": "|b - 1/c| / (1/c) per cycle, eq. (6)"})
+        if len(sub) and "beta" in sub and sub["beta"].notna().any():
+            v = sub["beta"].dropna()
+            ours = f"{v.min():.3f}-{v.max():.3f} (median {v.median():.3f})"
+        else:
+            ours = "(no usable cycles)"
+        rows.append({"result": f"W'/Wmax of {STACKS[stack]}", "paper": PAPER[f"beta_{key}"], "cclab": ours,
+                     "detail": "reduction ratio from Tables 3-4"})
     return pd.DataFrame(rows)
