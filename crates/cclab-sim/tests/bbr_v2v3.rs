@@ -90,16 +90,43 @@ fn loss_above_two_percent_bounds_inflight_below_it_does_not() {
     assert!(v1.flow_stats[0].goodput_bps > 0.8 * ceiling_bps());
 }
 
+/// Retransmitted / sent of each of two flows of `cc` sharing a 20-packet buffer (the second
+/// starting at 2 s), 20 s.
+fn two_flow_retrans(cc: &str) -> Vec<f64> {
+    let mut v = dumbbell(cc, Some(RATE_BPS as u64), RTT_S * 1e3, 20, 0.0, 20.0);
+    v["flows"] = json!([
+        {"name": "a", "sender": "sender", "receiver": "receiver", "cc": cc, "mss_bytes": 1448},
+        {"name": "b", "sender": "sender", "receiver": "receiver", "cc": cc, "mss_bytes": 1448,
+         "start_s": 2.0}
+    ]);
+    let out = run_json(&v);
+    out.flow_stats
+        .iter()
+        .map(|s| s.retrans_pkts as f64 / s.sent_pkts as f64)
+        .collect()
+}
+
 #[test]
 fn shallow_buffer_loses_far_less_than_v1() {
-    let v1 = retrans_ratio(&run("bbr", 20, 0.0, 20.0));
+    // Two v1 flows in a buffer of 0.12 BDP keep probing into it: ~13 % of packets lost.
+    let v1 = two_flow_retrans("bbr");
+    eprintln!("20-packet buffer, two flows: bbr retransmits {v1:.3?} of sent");
+    assert!(v1.iter().all(|&r| r > 0.08), "{v1:?}");
+    for cc in ["bbr2", "bbr3"] {
+        let r = two_flow_retrans(cc);
+        eprintln!("20-packet buffer, two flows: {cc} retransmits {r:.3?} of sent");
+        // inflight_hi (cut at the loss threshold) and the headroom keep loss near 2 %.
+        assert!(r.iter().all(|&x| x < 0.04), "{cc}: {r:?}");
+        let worst = r.iter().cloned().fold(0.0, f64::max);
+        let best_v1 = v1.iter().cloned().fold(1.0, f64::min);
+        assert!(best_v1 > 3.0 * worst, "bbr {v1:?} vs {cc} {r:?}");
+    }
+    // One flow alone: fewer drops than v1 too.
+    let one_v1 = retrans_ratio(&run("bbr", 20, 0.0, 20.0));
     for cc in ["bbr2", "bbr3"] {
         let out = run(cc, 20, 0.0, 20.0);
-        let r = retrans_ratio(&out);
-        eprintln!("20-packet buffer: bbr retransmits {v1:.4} of sent, {cc} {r:.4}");
-        assert!(r < 0.02, "{cc}: {r}");
-        assert!(v1 > 2.5 * r, "bbr {v1} vs {cc} {r}");
-        assert!(out.flow_stats[0].goodput_bps > 0.8 * ceiling_bps());
+        assert!(retrans_ratio(&out) < one_v1, "{cc}");
+        assert!(out.flow_stats[0].goodput_bps > 0.8 * ceiling_bps(), "{cc}");
     }
 }
 
@@ -153,31 +180,43 @@ fn probe_bw_phases_up_down_cruise_in_the_pacing_rate() {
     }
 }
 
+/// Entries into PROBE_RTT (cwnd falling from above the BDP to below 0.7 BDP), with the cwnd.
+fn probe_rtt_entries(out: &cclab_sim::RunOutput) -> Vec<(f64, f64)> {
+    let f = &out.flows;
+    (1..f.len())
+        .filter(|&i| {
+            f.cwnd_pkts[i - 1] as f64 > bdp_pkts() && (f.cwnd_pkts[i] as f64) < 0.7 * bdp_pkts()
+        })
+        .map(|i| (f.t_s[i], f.cwnd_pkts[i] as f64))
+        .collect()
+}
+
 #[test]
 fn probe_rtt_every_five_seconds_at_half_the_bdp() {
-    for cc in ["bbr2", "bbr3"] {
-        let out = run(cc, 500, 0.0, 22.0);
-        let f = &out.flows;
-        let half = bdp_pkts() / 2.0;
-        // Entries into PROBE_RTT: cwnd falls from above the BDP to about BDP/2.
-        let mut dips = Vec::new();
-        for i in 1..f.len() {
-            let (a, b) = (f.cwnd_pkts[i - 1] as f64, f.cwnd_pkts[i] as f64);
-            if a > bdp_pkts() && b < 0.7 * bdp_pkts() {
-                assert!(
-                    (b - half).abs() < 0.1 * half,
-                    "{cc}: PROBE_RTT cwnd {b} vs BDP/2 {half}"
-                );
-                dips.push(f.t_s[i]);
-            }
-        }
-        eprintln!("{cc}: PROBE_RTT at {dips:?}");
-        assert!(dips.len() >= 3, "{cc}: {dips:?}");
-        for w in dips.windows(2) {
-            let gap = w[1] - w[0];
-            assert!((4.9..6.5).contains(&gap), "{cc}: PROBE_RTT gap {gap} s");
-        }
+    let half = bdp_pkts() / 2.0;
+    // v3: probe_rtt_min_us only refreshes on a strictly lower RTT, so PROBE_RTT comes every
+    // probe_rtt_win_ms (5 s) plus the 200 ms and a round it lasts.
+    let v3 = probe_rtt_entries(&run("bbr3", 500, 0.0, 22.0));
+    eprintln!("bbr3: PROBE_RTT at {v3:?}");
+    assert!(v3.len() >= 3, "{v3:?}");
+    for (_, cwnd) in &v3 {
+        assert!(
+            (cwnd - half).abs() < 0.1 * half,
+            "PROBE_RTT cwnd {cwnd} vs BDP/2 {half}"
+        );
     }
+    for w in v3.windows(2) {
+        let gap = w[1].0 - w[0].0;
+        assert!((4.9..6.5).contains(&gap), "PROBE_RTT gap {gap} s");
+    }
+    // v2alpha refreshes the 5 s filter on an RTT equal to the minimum too (`<=`): the first
+    // PROBE_RTT comes 5 s in, at BDP/2; later ones only when no sample touches min_rtt for 5 s,
+    // which on this jitter-free path, drained after each PROBE_RTT, does not happen.
+    let v2 = probe_rtt_entries(&run("bbr2", 500, 0.0, 12.0));
+    eprintln!("bbr2: PROBE_RTT at {v2:?}");
+    assert!(!v2.is_empty());
+    assert!((v2[0].0 - 5.0).abs() < 0.5, "{v2:?}");
+    assert!((v2[0].1 - half).abs() < 0.1 * half, "{v2:?}");
 }
 
 #[test]

@@ -1,13 +1,17 @@
 //! BBRv2, as google/bbr implements it on branch v2alpha in `net/ipv4/tcp_bbr2.c` (the alpha
-//! release, module "bbr2"), and draft-ietf-ccwg-bbr for intent.
+//! release, module "bbr2"; read at google/bbr commit 0487ade55081731c2b2dc31c780f0883ce76212c),
+//! and draft-ietf-ccwg-bbr for intent.
 //!
 //! The algorithm lives in `bbr_v2v3.rs` (shared with BBRv3, which grew out of this code); this
 //! file holds v2alpha's constants as defaults, its name and its tunables. What makes v2 v2 here:
 //! STARTUP pacing and cwnd gain 2.885 (`high_gain`, as v1); PROBE_BW pacing gains UP 1.25,
-//! DOWN 0.75, CRUISE 1, REFILL 1, cwnd gain 2; PROBE_UP ends after one min_rtt once inflight
-//! reaches 1.25 BDP (`bw_probe_pif_gain`); STARTUP ends v1's way (3 rounds without 25 % growth)
-//! or on loss (`full_loss_cnt` 8 loss events in a recovery round with loss rate > 2 %); v1's
-//! packet conservation in the first round of recovery; no TLP-recovery event (v3 added it).
+//! DOWN 0.75, CRUISE 1, REFILL 1, cwnd gain 2 (no extra PROBE_UP cwnd gain); PROBE_UP ends
+//! after one min_rtt once inflight reaches 1.25 BDP (`bw_probe_pif_gain`); STARTUP ends v1's
+//! way (3 rounds without 25 % growth of max_bw) or on loss (`full_loss_cnt` 8 loss events in a
+//! recovery round with loss rate > 2 %); no TLP-recovery event (v3 added it). Parameters of
+//! v2alpha not exposed, at their defaults: `bw_probe_reno_gain` 1.0, `refill_add_inc` 0,
+//! `drain_to_target` on, `cwnd_tso_budget` 1, `extra_acked_in_startup` 1, `usage_based_cwnd`
+//! off, `undo` on, `ecn_bw_lo`/`ecn_bw_hi` (ECN only).
 //!
 //! Not modelled (the code paths exist but never trigger in cclab): ECN (the core has no CE
 //! marks; v2alpha also has it off by default, `ecn_enable`), PLB, the receiver's
@@ -98,8 +102,8 @@ impl CongestionControl for Bbr2 {
         self.0.ssthresh(tp)
     }
     /// `bbr2_undo_cwnd`.
-    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
-        self.0.undo_cwnd(tp)
+    fn undo_cwnd(&mut self, _tp: &mut TcpSock) -> u32 {
+        self.0.undo_cwnd()
     }
     /// `bbr2_set_state`.
     fn set_state(&mut self, tp: &mut TcpSock, new_state: CaState) {

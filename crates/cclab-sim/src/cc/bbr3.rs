@@ -100,8 +100,8 @@ impl CongestionControl for Bbr3 {
         self.0.ssthresh(tp)
     }
     /// `bbr_undo_cwnd`.
-    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
-        self.0.undo_cwnd(tp)
+    fn undo_cwnd(&mut self, _tp: &mut TcpSock) -> u32 {
+        self.0.undo_cwnd()
     }
     /// `bbr_set_state`.
     fn set_state(&mut self, tp: &mut TcpSock, new_state: CaState) {

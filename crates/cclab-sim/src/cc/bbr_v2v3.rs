@@ -491,8 +491,6 @@ pub struct BbrNext {
     /// Current mode.
     pub mode: Mode,
     prev_ca_state: CaState,
-    /// v2alpha: first round of recovery conserves packets (as v1).
-    packet_conservation: bool,
     round_start: bool,
     bw_probe_up_rounds: u32,
     try_fast_path: bool,
@@ -577,7 +575,6 @@ impl BbrNext {
             cycle_mstamp: 0,
             mode: Mode::Startup,
             prev_ca_state: CaState::Open,
-            packet_conservation: false,
             round_start: false,
             bw_probe_up_rounds: 0,
             try_fast_path: false,
@@ -731,14 +728,11 @@ impl BbrNext {
         (((w * gain as u64) >> BBR_SCALE).div_ceil(BW_UNIT)) as u32
     }
 
-    /// `bbr_quantization_budget`: v3 takes max(cwnd, 3 TSO bursts, cwnd_min_target);
-    /// v2alpha adds 3 bursts and rounds up to even (v1's form). Both add 2 in PROBE_UP.
+    /// `bbr_quantization_budget`: max(cwnd, 3 TSO bursts, cwnd_min_target) (v3; v2alpha's
+    /// default `cwnd_tso_budget` = 1, "flooring", is the same), +2 in PROBE_UP.
     fn quantization_budget(&self, tp: &TcpSock, cwnd: u32) -> u32 {
         let tso = 3 * self.tso_segs_goal(tp);
-        let mut cwnd = match self.v {
-            Version::V3 => cwnd.max(tso).max(self.p.cwnd_min_target),
-            Version::V2 => (cwnd + tso + 1) & !1,
-        };
+        let mut cwnd = cwnd.max(tso).max(self.p.cwnd_min_target);
         if self.mode == Mode::ProbeBw && self.cycle_idx == BW_PROBE_UP {
             cwnd += 2;
         }
@@ -764,9 +758,10 @@ impl BbrNext {
         inflight_at_edt.saturating_sub(interval_delivered)
     }
 
-    /// `bbr_ack_aggregation_cwnd` (v2alpha: only once the pipe is full, as v1).
+    /// `bbr_ack_aggregation_cwnd` (v2alpha: also in STARTUP, as its default
+    /// `extra_acked_in_startup` = 1 allows; the same as v3).
     fn ack_aggregation_cwnd(&self) -> u32 {
-        if self.p.extra_acked_gain == 0 || (self.v == Version::V2 && !self.full_bw_reached) {
+        if self.p.extra_acked_gain == 0 {
             return 0;
         }
         let max_aggr_cwnd = (self.bw() as u64 * EXTRA_ACKED_MAX_US / BW_UNIT) as u32;
@@ -782,64 +777,24 @@ impl BbrNext {
             .max(self.bdp(self.bw(), self.p.probe_rtt_cwnd_gain))
     }
 
-    /// v2alpha `bbr_set_cwnd_to_recover_or_restore` (v1's packet conservation; v3 dropped it).
-    fn set_cwnd_to_recover_or_restore(
-        &mut self,
-        tp: &TcpSock,
-        rs: &RateSample,
-        acked: u32,
-        cwnd: &mut u32,
-    ) -> bool {
-        let prev_state = self.prev_ca_state;
-        let state = tp.ca_state;
-        let mut w = *cwnd;
-        if rs.losses > 0 {
-            w = (w as i64 - rs.losses as i64).max(1) as u32;
-        }
-        if state == CaState::Recovery && prev_state != CaState::Recovery {
-            self.packet_conservation = true;
-            self.next_rtt_delivered = tp.delivered;
-            w = tp.packets_in_flight() + acked;
-        } else if prev_state >= CaState::Recovery && state < CaState::Recovery {
-            w = w.max(self.prior_cwnd);
-            self.packet_conservation = false;
-        }
-        if self.packet_conservation {
-            *cwnd = w.max(tp.packets_in_flight() + acked);
-            return true;
-        }
-        *cwnd = w;
-        false
-    }
-
     /// `bbr_set_cwnd`.
-    fn set_cwnd(&mut self, tp: &mut TcpSock, rs: &RateSample, acked: u32, bw: u32, gain: u32) {
+    fn set_cwnd(&mut self, tp: &mut TcpSock, acked: u32, bw: u32, gain: u32) {
         let mut cwnd = tp.snd_cwnd;
         'done: {
             if acked == 0 {
-                break 'done;
-            }
-            if self.v == Version::V2
-                && self.set_cwnd_to_recover_or_restore(tp, rs, acked, &mut cwnd)
-            {
                 break 'done;
             }
             let mut target_cwnd = self.bdp(bw, gain);
             target_cwnd += self.ack_aggregation_cwnd();
             target_cwnd = self.quantization_budget(tp, target_cwnd);
             self.try_fast_path = false;
-            let slow_start_floor = match self.v {
-                // v3: cwnd < 2 * init_cwnd; v2alpha (as v1): tp->delivered < TCP_INIT_CWND.
-                Version::V3 => cwnd < 2 * self.init_cwnd,
-                Version::V2 => tp.delivered < TCP_INIT_CWND,
-            };
             if self.full_bw_reached {
                 cwnd += acked;
                 if cwnd >= target_cwnd {
                     cwnd = target_cwnd;
                     self.try_fast_path = true;
                 }
-            } else if cwnd < target_cwnd || slow_start_floor {
+            } else if cwnd < target_cwnd || cwnd < 2 * self.init_cwnd {
                 cwnd += acked;
             } else {
                 self.try_fast_path = true;
@@ -859,9 +814,6 @@ impl BbrNext {
         if rs.interval_us > 0 && !before(rs.prior_delivered, self.next_rtt_delivered) {
             self.next_rtt_delivered = tp.delivered;
             self.round_start = true;
-            if self.v == Version::V2 {
-                self.packet_conservation = false;
-            }
         }
     }
 
@@ -933,6 +885,8 @@ impl BbrNext {
         let probe_rtt_expired = after(now, expire);
         if rs.rtt_us >= 0
             && ((rs.rtt_us as u64) < self.probe_rtt_min_us as u64
+                // v2alpha also takes an equal sample (`<=`), refreshing the stamp.
+                || (self.v == Version::V2 && rs.rtt_us as u64 == self.probe_rtt_min_us as u64)
                 || (probe_rtt_expired && !rs.is_ack_delayed))
         {
             self.probe_rtt_min_us = rs.rtt_us.min(u32::MAX as i64) as u32;
@@ -1043,7 +997,11 @@ impl BbrNext {
         self.full_bw_reached = true;
         self.startup_loss_exits += 1;
         let bdp = self.inflight(tp, self.max_bw(), BBR_UNIT);
-        self.inflight_hi = bdp.max(self.inflight_latest);
+        // v3 keeps at least this round's delivered volume; v2alpha takes the BDP.
+        self.inflight_hi = match self.v {
+            Version::V3 => bdp.max(self.inflight_latest),
+            Version::V2 => bdp,
+        };
     }
 
     /// `bbr_check_ecn_too_high_in_startup` (never triggers: ECN not modelled).
@@ -1105,6 +1063,9 @@ impl BbrNext {
     /// `bbr_probe_inflight_hi_upward`.
     fn probe_inflight_hi_upward(&mut self, tp: &TcpSock, rs: &RateSample) {
         if !tp.is_cwnd_limited || tp.snd_cwnd < self.inflight_hi {
+            if self.v == Version::V2 {
+                self.bw_probe_up_acks = 0; // v2alpha: don't accumulate unused credits
+            }
             return;
         }
         self.bw_probe_up_acks += rs.acked_sacked;
@@ -1228,7 +1189,9 @@ impl BbrNext {
             self.loss_lower_bounds();
         }
         self.inflight_lo = self.inflight_lo.min(ecn_inflight_lo);
-        self.bw_lo = self.bw_lo.max(1);
+        if self.v == Version::V3 {
+            self.bw_lo = self.bw_lo.max(1);
+        }
     }
 
     /// `bbr_reset_lower_bounds`.
@@ -1247,7 +1210,7 @@ impl BbrNext {
         self.inflight_latest = 0;
     }
 
-    /// `bbr_exit_loss_recovery` (v3).
+    /// `bbr_exit_loss_recovery` (inline in v2alpha's `bbr2_set_state`).
     fn exit_loss_recovery(&mut self, tp: &mut TcpSock) {
         tp.set_cwnd(tp.snd_cwnd.max(self.prior_cwnd));
         self.try_fast_path = false;
@@ -1267,10 +1230,9 @@ impl BbrNext {
         }
     }
 
-    /// `bbr_advance_latest_delivery_signals` (v2alpha has no TLP exception).
+    /// `bbr_advance_latest_delivery_signals` (v3).
     fn advance_latest_delivery_signals(&mut self, rs: &RateSample, ctx: &Ctx) {
-        let tlp = self.v == Version::V3 && rs.is_acking_tlp_retrans_seq;
-        if self.loss_round_start && !tlp {
+        if self.loss_round_start && !rs.is_acking_tlp_retrans_seq {
             self.bw_latest = ctx.sample_bw;
             self.inflight_latest = rs.delivered.max(0) as u32;
         }
@@ -1278,6 +1240,9 @@ impl BbrNext {
 
     /// `bbr_update_congestion_signals`.
     fn update_congestion_signals(&mut self, tp: &TcpSock, rs: &RateSample, ctx: &Ctx) {
+        if self.v == Version::V2 {
+            self.loss_round_start = false;
+        }
         if rs.interval_us <= 0 || rs.acked_sacked == 0 {
             return;
         }
@@ -1286,6 +1251,23 @@ impl BbrNext {
             self.take_max_bw_sample(bw);
         }
         self.loss_in_round |= rs.losses > 0;
+        if self.v == Version::V2 {
+            // bbr2_update_congestion_signals: the "latest" filters and the loss round live
+            // here in v2alpha (v3 split them into update/advance_latest_delivery_signals).
+            self.bw_latest = self.bw_latest.max(ctx.sample_bw);
+            self.inflight_latest = self.inflight_latest.max(rs.delivered.max(0) as u32);
+            if before(rs.prior_delivered, self.loss_round_delivered) {
+                return;
+            }
+            self.loss_round_delivered = tp.delivered;
+            self.loss_round_start = true;
+            self.adapt_lower_bounds(tp);
+            self.loss_in_round = false;
+            self.ecn_in_round = false;
+            self.bw_latest = ctx.sample_bw;
+            self.inflight_latest = rs.delivered.max(0) as u32;
+            return;
+        }
         if !self.loss_round_start {
             return;
         }
@@ -1641,7 +1623,9 @@ impl BbrNext {
         }
         self.ecn_in_round |= self.ecn_eligible && rs.is_ece;
         self.calculate_bw_sample(rs, &mut ctx);
-        self.update_latest_delivery_signals(tp, rs, &ctx);
+        if self.v == Version::V3 {
+            self.update_latest_delivery_signals(tp, rs, &ctx);
+        }
         if !self.run_fast_path(tp, &mut update_model, rs, &ctx) {
             if update_model {
                 self.update_model(tp, rs, &ctx);
@@ -1649,10 +1633,12 @@ impl BbrNext {
             self.update_gains();
             let bw = self.bw();
             self.set_pacing_rate(tp, bw, self.pacing_gain);
-            self.set_cwnd(tp, rs, rs.acked_sacked, bw, self.cwnd_gain);
+            self.set_cwnd(tp, rs.acked_sacked, bw, self.cwnd_gain);
             self.bound_cwnd_for_inflight_model(tp);
         }
-        self.advance_latest_delivery_signals(rs, &ctx);
+        if self.v == Version::V3 {
+            self.advance_latest_delivery_signals(rs, &ctx);
+        }
         self.prev_ca_state = tp.ca_state;
         self.loss_in_cycle |= rs.lost > 0;
         self.ecn_in_cycle |= rs.delivered_ce > 0;
@@ -1727,18 +1713,14 @@ impl BbrNext {
     }
 
     /// `bbr_undo_cwnd`: revert the short-term model saved at `ssthresh`.
-    pub fn undo_cwnd(&mut self, tp: &TcpSock) -> u32 {
+    pub fn undo_cwnd(&mut self) -> u32 {
         self.reset_full_bw();
         self.loss_in_round = false;
         self.bw_lo = self.bw_lo.max(self.undo_bw_lo);
         self.inflight_lo = self.inflight_lo.max(self.undo_inflight_lo);
         self.inflight_hi = self.inflight_hi.max(self.undo_inflight_hi);
         self.try_fast_path = false;
-        match self.v {
-            Version::V3 => self.prior_cwnd,
-            // v2alpha's bbr2_undo_cwnd returns the current cwnd, as v1 does.
-            Version::V2 => tp.snd_cwnd,
-        }
+        self.prior_cwnd
     }
 
     /// `bbr_ssthresh`: save cwnd and the bounds for undo; ssthresh unchanged.
@@ -1750,21 +1732,22 @@ impl BbrNext {
         tp.snd_ssthresh
     }
 
-    /// `bbr_set_state`.
+    /// `bbr_set_state` / `bbr2_set_state`: an RTO resets the full-bw detector and seeds
+    /// inflight_lo; leaving Loss restores the saved cwnd (`bbr_exit_loss_recovery`).
     pub fn set_state(&mut self, tp: &mut TcpSock, new_state: CaState) {
         if new_state == CaState::Loss {
             self.prev_ca_state = CaState::Loss;
-            self.reset_full_bw();
-            if self.v == Version::V2 {
-                self.round_start = true; // v2alpha: treat RTO like end of a round
+            match self.v {
+                Version::V3 => self.reset_full_bw(),
+                Version::V2 => self.full_bw = 0,
             }
             if !self.is_probing_bandwidth() && self.inflight_lo == NONE {
-                self.inflight_lo = tp.snd_cwnd.max(self.prior_cwnd);
+                self.inflight_lo = match self.v {
+                    Version::V3 => tp.snd_cwnd.max(self.prior_cwnd),
+                    Version::V2 => self.prior_cwnd,
+                };
             }
-        } else if self.v == Version::V3
-            && self.prev_ca_state == CaState::Loss
-            && new_state != CaState::Loss
-        {
+        } else if self.prev_ca_state == CaState::Loss && new_state != CaState::Loss {
             self.exit_loss_recovery(tp);
         }
     }
