@@ -34,10 +34,10 @@ pytestmark = [
 ]
 
 
-@pytest.mark.parametrize(("name", "cc"), [("cubic_20M_200ms_q500", "cubic"), ("reno_20M_200ms_q500", "reno")])
-def test_lossless_cwnd_matches_the_kernel(name, cc):
+def _kernel_and_sim(name: str, cc: str) -> tuple[pd.DataFrame, "cclab.RunResult"]:
+    """A recorded lossless trace and the simulator on its path: 20 Mbit/s, 100 ms each way,
+    750000-byte drop-tail queue, MSS 1448, TCP_INFO-like sampling every 10 ms."""
     k = pd.read_csv(TRACES / f"{name}.csv")
-    # The recorded path: 20 Mbit/s, 100 ms each way, 750000-byte drop-tail queue, MSS 1448.
     r = cclab.simulate(
         {
             "name": name,
@@ -47,6 +47,12 @@ def test_lossless_cwnd_matches_the_kernel(name, cc):
             "flows": [{"cc": cc, "mss_bytes": 1448}],
         }
     )
+    return k, r
+
+
+@pytest.mark.parametrize(("name", "cc"), [("cubic_20M_200ms_q500", "cubic"), ("reno_20M_200ms_q500", "reno")])
+def test_lossless_cwnd_matches_the_kernel(name, cc):
+    k, r = _kernel_and_sim(name, cc)
     kt, st = k[k["t"] > 10], r.flows[r.flows["t_s"] > 10]
     k_goodput = k["bytes_acked"].iloc[-1] * 8 / k["t"].iloc[-1]
     s_goodput = r.summary["flows"][0]["goodput_bps"]
@@ -71,17 +77,7 @@ def _probe_rtt_starts(t, cwnd) -> list[float]:
 
 
 def test_bbr_matches_the_kernel():
-    name = "bbr_20M_200ms_q500"
-    k = pd.read_csv(TRACES / f"{name}.csv")
-    r = cclab.simulate(
-        {
-            "name": name,
-            "duration_s": float(k["t"].iloc[-1]),
-            "sim": {"trace": "interval", "trace_interval_ms": 10},
-            "bottleneck": {"rate_bps": "20Mbps", "delay_ms": 100, "queue_bytes": 750000},
-            "flows": [{"cc": "bbr", "mss_bytes": 1448}],
-        }
-    )
+    k, r = _kernel_and_sim("bbr_20M_200ms_q500", "bbr")
     f = r.flows
     k_goodput = k["bytes_acked"].iloc[-1] * 8 / k["t"].iloc[-1]
     s_goodput = r.summary["flows"][0]["goodput_bps"]
