@@ -47,6 +47,8 @@ pub struct Options {
     pub ignore_stdin: bool,
     /// Real-time priority (SCHED_FIFO) for the loop; 0 = stay SCHED_OTHER.
     pub rt_priority: i32,
+    /// Nice value under SCHED_OTHER (-20..=19).
+    pub nice: i32,
 }
 
 /// SCHED_FIFO at `prio` for this thread, so other processes on a busy machine do not delay
@@ -120,6 +122,10 @@ pub fn run(spec: &Spec, opts: &Options) -> Result<(), EmuError> {
     };
 
     go_realtime(opts.rt_priority);
+    // SAFETY: setpriority on this process; failure only leaves the nice value as it was.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, opts.nice) } != 0 {
+        eprintln!("cclab-link: warning: nice {} refused", opts.nice);
+    }
     let mut router = Router::new(spec);
     let clock = Clock::start();
     {

@@ -67,7 +67,10 @@ class LinkEmulator:
         binary: Path | None = None,
         workdir: Path | None = None,
         ready_timeout_s: float = 10.0,
+        args: tuple[str, ...] = (),
     ) -> None:
+        """``args``: extra cclab-link options, e.g. ``("--rt-priority", "0")``."""
+        self.args = tuple(args)
         self.binary = binary or find_binary()
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="cclab-link-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -83,7 +86,7 @@ class LinkEmulator:
         self.spec_path.write_text(json.dumps(self.spec, indent=2))
         self._stderr = open(self.workdir / "link-stderr.txt", "wb+")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [str(self.binary), "--spec", str(self.spec_path)],
+            [str(self.binary), "--spec", str(self.spec_path), *self.args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,

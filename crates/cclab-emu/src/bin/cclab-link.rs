@@ -33,9 +33,15 @@ struct Args {
     /// Keep running at stdin EOF (stop only on SIGTERM/SIGINT).
     #[arg(long)]
     ignore_stdin: bool,
-    /// SCHED_FIFO priority of the emulator loop (1-99); 0 keeps the normal scheduler.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(i32).range(0..=99))]
+    /// SCHED_FIFO priority of the emulator loop (1-99); 0 keeps the normal scheduler. Off by
+    /// default: a real-time thread using over 95 % of a CPU is throttled for the rest of the
+    /// second (kernel.sched_rt_runtime_us), which stalls every packet for ~50 ms.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(i32).range(0..=99))]
     rt_priority: i32,
+    /// Nice value of the emulator (-20 = the largest CPU share under the normal scheduler).
+    #[arg(long, default_value_t = -20, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(i32).range(-20..=19))]
+    nice: i32,
 }
 
 fn main() -> ExitCode {
@@ -61,6 +67,7 @@ fn main() -> ExitCode {
     let opts = Options {
         ignore_stdin: args.ignore_stdin,
         rt_priority: args.rt_priority,
+        nice: args.nice,
     };
     match run(&spec, &opts) {
         Ok(()) => ExitCode::SUCCESS,
