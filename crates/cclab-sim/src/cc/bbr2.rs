@@ -65,7 +65,7 @@ pub fn default_params() -> NextParams {
     }
 }
 
-const SOURCE: &str = "google/bbr branch v2alpha net/ipv4/tcp_bbr2.c (BBRv2 alpha)";
+const SOURCE: &str = "google/bbr branch v2alpha net/ipv4/tcp_bbr2.c @0487ade5 (BBRv2 alpha)";
 
 /// What `cclab presets` lists for BBRv2.
 pub fn info() -> AlgorithmInfo {

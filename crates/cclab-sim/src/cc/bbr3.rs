@@ -1,7 +1,8 @@
-//! BBRv3, as google/bbr implements it on branch v3 in `net/ipv4/tcp_bbr.c` (read in the v3
-//! port stored at Nevuly/WSL2-Linux-Kernel-Rolling `net/ipv4/tcp_bbr3.c`, commit
-//! 39c807926c5e4dde951bbe962a863f0d2384fb25, whose body is google/bbr's v3 file with the
-//! module renamed "bbr3"), and draft-ietf-ccwg-bbr for intent.
+//! BBRv3, as google/bbr implements it on branch v3 in `net/ipv4/tcp_bbr.c` (read at google/bbr
+//! commit 001a430b3ddbbc6d9173061a74d8b580c757b91b), checked against the v3 port in
+//! Nevuly/WSL2-Linux-Kernel-Rolling `net/ipv4/tcp_bbr3.c` (commit 39c80792), whose algorithm is
+//! the same code with newer kernel APIs (`cwnd_event_tx_start`, `tcp_ecn_mode_any`); and
+//! draft-ietf-ccwg-bbr for intent.
 //!
 //! The algorithm lives in `bbr_v2v3.rs` (shared with BBRv2); this file holds v3's constants as
 //! defaults, its name and its tunables. What makes v3 v3 here:
@@ -61,9 +62,7 @@ pub fn default_params() -> NextParams {
     }
 }
 
-const SOURCE: &str =
-    "google/bbr branch v3 net/ipv4/tcp_bbr.c (BBRv3; via Nevuly/WSL2-Linux-Kernel-Rolling \
-                      tcp_bbr3.c @39c8079)";
+const SOURCE: &str = "google/bbr branch v3 net/ipv4/tcp_bbr.c @001a430b (BBRv3)";
 
 /// What `cclab presets` lists for BBRv3.
 pub fn info() -> AlgorithmInfo {
