@@ -173,6 +173,7 @@ print(json.dumps({"received": n}))
 
 def test_rtt_is_twice_the_one_way_delay(binary: Path, pair, tmp_path: Path) -> None:
     spec = _spec(pair, {"delay_ms": 50}, {"delay_ms": 50})
+    spec["timestamps_path"] = str(tmp_path / "ts.csv")
     with LinkEmulator(spec, binary=binary, workdir=tmp_path) as emu:
         _address(pair)
         listen = _in_ns(pair[1], TCP_LISTEN, B_ADDR)
@@ -189,6 +190,12 @@ def test_rtt_is_twice_the_one_way_delay(binary: Path, pair, tmp_path: Path) -> N
     for link in stats["links"]:
         assert link["delivered_pkts"] >= 40 and link["in_flight_pkts"] == 0, link
         assert link["lateness"]["p50_us"] < 200, link
+    rows = (tmp_path / "ts.csv").read_text().splitlines()
+    assert rows[0] == "from_port,to_port,bytes,in_ns,model_ns,out_ns"
+    recs = [tuple(int(x) for x in r.split(",")) for r in rows[1:]]
+    assert len(recs) == sum(link["delivered_pkts"] for link in stats["links"])
+    # The model adds exactly 50 ms; the real release is never early.
+    assert all(m - i == 50_000_000 and o >= m for (_, _, _, i, m, o) in recs)
 
 
 def test_lossless_20_mbps_link_carries_20_mbps(binary: Path, pair, tmp_path: Path) -> None:
