@@ -75,7 +75,8 @@ class LinkEmulator:
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="cclab-link-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.spec = dict(spec)
-        self.spec.setdefault("stats_path", str(self.workdir / "link-stats.json"))
+        if self.spec.get("stats_path") is None:
+            self.spec["stats_path"] = str(self.workdir / "link-stats.json")
         self.spec_path = self.workdir / "link-spec.json"
         self.ready_timeout_s = ready_timeout_s
         self.proc: subprocess.Popen[bytes] | None = None
