@@ -17,9 +17,7 @@
 
 use super::bbr::BBR_UNIT;
 use super::bbr_v2v3::{BbrNext, NextParams, Version};
-use super::{AlgorithmInfo, CaEvent, CaState, CcError, CongestionControl, Params, RateSample};
-use crate::tcp::skb::Skb;
-use crate::tcp::sock::TcpSock;
+use super::{AlgorithmInfo, CcError, CongestionControl, Params};
 
 /// v3's `bbr_*` constants (tcp_bbr.c, branch v3).
 pub fn default_params() -> NextParams {
@@ -80,51 +78,7 @@ pub fn info() -> AlgorithmInfo {
 /// Build BBRv3 with `params` checked against the documented ranges.
 pub fn build(algorithm: &str, params: &Params) -> Result<Box<dyn CongestionControl>, CcError> {
     let p = default_params().read(algorithm, params)?;
-    Ok(Box::new(Bbr3(BbrNext::new(Version::V3, p))))
-}
-
-/// BBRv3 (`tcp_bbr_cong_ops`, name "bbr3").
-pub struct Bbr3(pub BbrNext);
-
-impl CongestionControl for Bbr3 {
-    fn name(&self) -> &'static str {
-        "bbr3"
-    }
-    /// `bbr_init`.
-    fn init(&mut self, tp: &mut TcpSock) {
-        self.0.init(tp);
-    }
-    /// `bbr_ssthresh`.
-    fn ssthresh(&mut self, tp: &mut TcpSock) -> u32 {
-        self.0.ssthresh(tp)
-    }
-    /// `bbr_undo_cwnd`.
-    fn undo_cwnd(&mut self, _tp: &mut TcpSock) -> u32 {
-        self.0.undo_cwnd()
-    }
-    /// `bbr_set_state`.
-    fn set_state(&mut self, tp: &mut TcpSock, new_state: CaState) {
-        self.0.set_state(tp, new_state);
-    }
-    /// `bbr_cwnd_event` / `bbr_cwnd_event_tx_start`.
-    fn cwnd_event(&mut self, tp: &mut TcpSock, event: CaEvent) {
-        self.0.cwnd_event(tp, event);
-    }
-    /// `bbr_skb_marked_lost`.
-    fn skb_marked_lost(&mut self, tp: &mut TcpSock, skb: &Skb) {
-        self.0.skb_marked_lost(tp, skb);
-    }
-    /// `bbr_tso_segs`.
-    fn tso_segs(&self, tp: &TcpSock, mss_now: u32) -> Option<u32> {
-        Some(self.0.tso_segs(tp, mss_now))
-    }
-    fn has_cong_control(&self) -> bool {
-        true
-    }
-    /// `bbr_main`.
-    fn cong_control(&mut self, tp: &mut TcpSock, _ack: u64, _flag: u32, rs: &RateSample) {
-        self.0.main(tp, rs);
-    }
+    Ok(Box::new(BbrNext::new(Version::V3, p)))
 }
 
 #[cfg(test)]

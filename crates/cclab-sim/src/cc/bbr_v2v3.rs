@@ -34,7 +34,9 @@
 
 use super::bbr::{BBR_SCALE, BBR_UNIT, BW_SCALE, BW_UNIT};
 use super::params::ParamReader;
-use super::{CaEvent, CaState, CcError, ParamInfo, ParamValue, Params, RateSample};
+use super::{
+    CaEvent, CaState, CcError, CongestionControl, ParamInfo, ParamValue, Params, RateSample,
+};
 use crate::tcp::skb::Skb;
 use crate::tcp::sock::TcpSock;
 
@@ -1778,6 +1780,51 @@ impl BbrNext {
     /// `bbr_tso_segs`: skb size at transmit within the device's 64 KiB.
     pub fn tso_segs(&self, tp: &TcpSock, mss_now: u32) -> u32 {
         self.tso_segs_generic(tp, mss_now, GSO_LEGACY_MAX_SIZE)
+    }
+}
+
+/// The ops table: `tcp_bbr2_cong_ops` ("bbr2", v2alpha) or `tcp_bbr_cong_ops` ("bbr3", v3).
+impl CongestionControl for BbrNext {
+    fn name(&self) -> &'static str {
+        match self.v {
+            Version::V2 => "bbr2",
+            Version::V3 => "bbr3",
+        }
+    }
+    /// `bbr_init` / `bbr2_init`.
+    fn init(&mut self, tp: &mut TcpSock) {
+        BbrNext::init(self, tp);
+    }
+    /// `bbr_ssthresh` / `bbr2_ssthresh`.
+    fn ssthresh(&mut self, tp: &mut TcpSock) -> u32 {
+        BbrNext::ssthresh(self, tp)
+    }
+    /// `bbr_undo_cwnd` / `bbr2_undo_cwnd`.
+    fn undo_cwnd(&mut self, _tp: &mut TcpSock) -> u32 {
+        BbrNext::undo_cwnd(self)
+    }
+    /// `bbr_set_state` / `bbr2_set_state`.
+    fn set_state(&mut self, tp: &mut TcpSock, new_state: CaState) {
+        BbrNext::set_state(self, tp, new_state);
+    }
+    /// `bbr_cwnd_event` (+ `bbr_cwnd_event_tx_start`).
+    fn cwnd_event(&mut self, tp: &mut TcpSock, event: CaEvent) {
+        BbrNext::cwnd_event(self, tp, event);
+    }
+    /// `bbr_skb_marked_lost` / `bbr2_skb_marked_lost`.
+    fn skb_marked_lost(&mut self, tp: &mut TcpSock, skb: &Skb) {
+        BbrNext::skb_marked_lost(self, tp, skb);
+    }
+    /// `bbr_tso_segs`.
+    fn tso_segs(&self, tp: &TcpSock, mss_now: u32) -> Option<u32> {
+        Some(BbrNext::tso_segs(self, tp, mss_now))
+    }
+    fn has_cong_control(&self) -> bool {
+        true
+    }
+    /// `bbr_main` / `bbr2_main`.
+    fn cong_control(&mut self, tp: &mut TcpSock, _ack: u64, _flag: u32, rs: &RateSample) {
+        self.main(tp, rs);
     }
 }
 
