@@ -1899,4 +1899,42 @@ mod tests {
         b.bw_hi = [(BW_UNIT / 1000) as u32, 0]; // 1000 pkt/s: BDP 100
         assert_eq!(b.probe_rtt_cwnd(), 50);
     }
+
+    #[test]
+    fn too_much_loss_in_probe_up_cuts_inflight_hi_by_beta_and_stops_probing() {
+        let mut tp = sock();
+        tp.snd_cwnd = 200;
+        let mut b = BbrNext::new(Version::V3, super::super::bbr3::default_params());
+        b.min_rtt_us = 100_000;
+        b.bw_hi = [(BW_UNIT / 1000) as u32, 0]; // 1000 pkt/s: BDP 100
+        b.full_bw_reached = true;
+        b.mode = Mode::ProbeBw;
+        b.cycle_idx = BW_PROBE_UP;
+        b.bw_probe_samples = true;
+        b.inflight_hi = 150;
+        // 5 of 60 in flight lost: 8 % > 2 %. The flight carried 60 < 0.7 x target, the target
+        // being BDP 100 + 2 (the PROBE_UP quantization allowance): inflight_hi = 0.7 x 102
+        // (beta 76/256), and PROBE_UP ends (DOWN, no more probe samples).
+        let rs = RateSample {
+            lost: 5,
+            tx_in_flight: 60,
+            ..RateSample::default()
+        };
+        assert!(!b.adapt_upper_bounds(&mut tp, &rs));
+        assert_eq!(b.inflight_hi, 102 * (256 - 76) / 256);
+        assert_eq!(b.cycle_idx, BW_PROBE_DOWN);
+        assert!(b.prev_probe_too_high && !b.bw_probe_samples);
+        assert_eq!(b.inflight_too_high_events, 1);
+        // The next lossy sample no longer counts: one reaction per probe.
+        b.adapt_upper_bounds(&mut tp, &rs);
+        assert_eq!(b.inflight_too_high_events, 1);
+        // Below the threshold (1 of 100) a sample carrying more than inflight_hi raises it.
+        let ok = RateSample {
+            lost: 1,
+            tx_in_flight: 120,
+            ..RateSample::default()
+        };
+        b.adapt_upper_bounds(&mut tp, &ok);
+        assert_eq!(b.inflight_hi, 120);
+    }
 }
