@@ -3,10 +3,9 @@
 //! packet from one port to another crosses). `Spec::parse` checks everything and names the
 //! field that is wrong.
 
-use cclab_net::capacity::{Capacity, MahimahiTrace};
-use cclab_net::link::{DelaySpike, LinkConfig, Outage, QueueLimit};
+use cclab_net::link::LinkConfig;
 use cclab_net::loss::LossModel;
-use cclab_sim::config::{ms_to_ns, s_to_ns, LinkSpec};
+use cclab_sim::config::LinkSpec;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -280,51 +279,18 @@ fn link_config(spec: &LinkSpec, loss: Option<f64>, f: &str) -> Result<LinkConfig
             d.extra_delay_ms,
         )?;
     }
-    let capacity = match (&spec.capacity_trace_text, spec.rate_bps) {
-        (Some(_), Some(_)) => {
-            return Err(err(
-                format!("{f}.capacity_trace_text"),
-                "give either rate_bps or capacity_trace_text, not both",
-            ))
-        }
-        (Some(text), None) => Some(Capacity::Trace(
-            MahimahiTrace::parse(text)
-                .map_err(|e| err(format!("{f}.capacity_trace_text"), e.to_string()))?,
-        )),
-        (None, Some(r)) => Some(Capacity::Rate { rate_bps: r }),
-        (None, None) => None,
-    };
-    let queue = match (spec.queue_pkts, spec.queue_bytes) {
-        (Some(p), _) => QueueLimit::Packets(p),
-        (None, Some(b)) => QueueLimit::Bytes(b),
-        (None, None) => QueueLimit::Unlimited,
-    };
-    let cfg = LinkConfig {
-        capacity,
-        delay_ns: ms_to_ns(spec.delay_ms),
-        queue,
-        loss: match loss {
-            Some(p) => LossModel::Bernoulli { p },
-            None => spec.loss_model.clone(),
-        },
-        outages: spec
-            .outages
-            .iter()
-            .map(|o| Outage {
-                start_ns: s_to_ns(o.start_s),
-                duration_ns: s_to_ns(o.duration_s),
-            })
-            .collect(),
-        delay_spikes: spec
-            .delay_spikes
-            .iter()
-            .map(|d| DelaySpike {
-                start_ns: s_to_ns(d.start_s),
-                duration_ns: s_to_ns(d.duration_s),
-                extra_delay_ns: ms_to_ns(d.extra_delay_ms),
-            })
-            .collect(),
-    };
+    if spec.capacity_trace_text.is_some() && spec.rate_bps.is_some() {
+        return Err(err(
+            format!("{f}.capacity_trace_text"),
+            "give either rate_bps or capacity_trace_text, not both",
+        ));
+    }
+    let mut cfg = spec
+        .link_config()
+        .map_err(|e| err(format!("{f}.capacity_trace_text"), e))?;
+    if let Some(p) = loss {
+        cfg.loss = LossModel::Bernoulli { p };
+    }
     cfg.validate().map_err(|e| err(f, e.to_string()))?;
     Ok(cfg)
 }
@@ -332,6 +298,8 @@ fn link_config(spec: &LinkSpec, loss: Option<f64>, f: &str) -> Result<LinkConfig
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cclab_net::capacity::Capacity;
+    use cclab_net::link::QueueLimit;
 
     pub const EXAMPLE: &str = r#"{ "seed": 1,
       "ports": [ {"name": "s0", "netns": "cclab-1234-s0", "dev": "cl0", "addrs": ["10.77.0.1"]},

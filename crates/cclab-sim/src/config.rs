@@ -4,6 +4,8 @@
 //! config built by hand (Rust tests, other front ends) gets the same clear errors.
 
 use crate::cc::{self, Params};
+use cclab_net::capacity::{Capacity, MahimahiTrace};
+use cclab_net::link::{DelaySpike, LinkConfig, Outage, QueueLimit};
 use cclab_net::{loss::LossModel, NS_PER_MS, NS_PER_S};
 use serde::{Deserialize, Serialize};
 
@@ -144,6 +146,49 @@ pub struct LinkSpec {
     pub outages: Vec<OutageSpec>,
     #[serde(default)]
     pub delay_spikes: Vec<DelaySpikeSpec>,
+}
+
+impl LinkSpec {
+    /// The cclab-net configuration of this link direction, as both the simulator (`world.rs`)
+    /// and the real-time emulator (`cclab-link`) build it. The only error is an unreadable
+    /// capacity trace (the message says which line); callers prefix their field path.
+    pub fn link_config(&self) -> Result<LinkConfig, String> {
+        let capacity = match (&self.capacity_trace_text, self.rate_bps) {
+            (Some(text), _) => Some(Capacity::Trace(
+                MahimahiTrace::parse(text).map_err(|e| e.to_string())?,
+            )),
+            (None, Some(r)) => Some(Capacity::Rate { rate_bps: r }),
+            (None, None) => None,
+        };
+        let queue = match (self.queue_pkts, self.queue_bytes) {
+            (Some(p), _) => QueueLimit::Packets(p),
+            (None, Some(b)) => QueueLimit::Bytes(b),
+            (None, None) => QueueLimit::Unlimited,
+        };
+        Ok(LinkConfig {
+            capacity,
+            delay_ns: ms_to_ns(self.delay_ms),
+            queue,
+            loss: self.loss_model.clone(),
+            outages: self
+                .outages
+                .iter()
+                .map(|o| Outage {
+                    start_ns: s_to_ns(o.start_s),
+                    duration_ns: s_to_ns(o.duration_s),
+                })
+                .collect(),
+            delay_spikes: self
+                .delay_spikes
+                .iter()
+                .map(|d| DelaySpike {
+                    start_ns: s_to_ns(d.start_s),
+                    duration_ns: s_to_ns(d.duration_s),
+                    extra_delay_ns: ms_to_ns(d.extra_delay_ms),
+                })
+                .collect(),
+        })
+    }
 }
 
 fn no_loss() -> LossModel {

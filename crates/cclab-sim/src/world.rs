@@ -11,12 +11,11 @@ use crate::tcp::segment::{
 use crate::tcp::sender::{Sender, SenderConfig};
 use crate::trace::{EventTrace, FlowTrace, LinkTrace};
 use crate::{RunOutput, SimError};
-use cclab_net::capacity::{Capacity, MahimahiTrace};
 use cclab_net::element::Element;
 
 /// Bytes of a SYN or SYN-ACK on the wire (20 B IPv4 + 40 B TCP with MSS, SACK, TS, WS options).
 const SYN_BYTES: u64 = 60;
-use cclab_net::link::{DelaySpike, DropReason, Link, LinkConfig, Outage, QueueLimit};
+use cclab_net::link::{DropReason, Link, LinkConfig};
 use cclab_net::loss::LossModel;
 use cclab_net::packet::NetPacket;
 use cclab_net::rng;
@@ -81,42 +80,8 @@ pub struct World {
 }
 
 fn link_config(spec: &LinkSpec, field: &str) -> Result<LinkConfig, SimError> {
-    let capacity = match (&spec.capacity_trace_text, spec.rate_bps) {
-        (Some(text), _) => Some(Capacity::Trace(
-            MahimahiTrace::parse(text)
-                .map_err(|e| SimError::Config(format!("{field}.capacity_trace: {e}")))?,
-        )),
-        (None, Some(r)) => Some(Capacity::Rate { rate_bps: r }),
-        (None, None) => None,
-    };
-    let queue = match (spec.queue_pkts, spec.queue_bytes) {
-        (Some(p), _) => QueueLimit::Packets(p),
-        (None, Some(b)) => QueueLimit::Bytes(b),
-        (None, None) => QueueLimit::Unlimited,
-    };
-    Ok(LinkConfig {
-        capacity,
-        delay_ns: ms_to_ns(spec.delay_ms),
-        queue,
-        loss: spec.loss_model.clone(),
-        outages: spec
-            .outages
-            .iter()
-            .map(|o| Outage {
-                start_ns: s_to_ns(o.start_s),
-                duration_ns: s_to_ns(o.duration_s),
-            })
-            .collect(),
-        delay_spikes: spec
-            .delay_spikes
-            .iter()
-            .map(|d| DelaySpike {
-                start_ns: s_to_ns(d.start_s),
-                duration_ns: s_to_ns(d.duration_s),
-                extra_delay_ns: ms_to_ns(d.extra_delay_ms),
-            })
-            .collect(),
-    })
+    spec.link_config()
+        .map_err(|e| SimError::Config(format!("{field}.capacity_trace: {e}")))
 }
 
 /// Whether a link does nothing at all (then it is left out of paths).

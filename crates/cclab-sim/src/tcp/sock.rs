@@ -195,7 +195,7 @@ impl TcpSock {
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^= z >> 31;
-        ((z >> 32) * ceil as u64 >> 32) as u32
+        (((z >> 32) * ceil as u64) >> 32) as u32
     }
 
     /// `tcp_in_slow_start`.
