@@ -197,10 +197,12 @@ def presets() -> None:
 
 
 from .cli_infer import infer as _infer  # noqa: E402
+from .cli_kernel import kernel as _kernel  # noqa: E402
 from .cli_study import study as _study  # noqa: E402
 
 cli.add_command(_infer)
 cli.add_command(_study)
+cli.add_command(_kernel)
 
 
 def main() -> None:

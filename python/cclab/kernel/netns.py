@@ -1,0 +1,174 @@
+"""Network namespaces for the kernel backend: created with a ``cclab-`` prefix, configured
+through netlink (pyroute2), always removed.
+
+- ``Namespaces(run_id, hosts)`` is a context manager: it creates ``cclab-<run_id>-<host>`` for
+  every host, brings ``lo`` up and turns IPv6 off inside (so no link-local noise crosses the
+  emulator), records what it made in ``/run/cclab/<run_id>.json``, and on exit (normal, an
+  exception or Ctrl-C) deletes them and the record.
+- ``address_tun(ns, dev, local, peer)`` gives a TUN device made by ``cclab-link`` a
+  point-to-point address (``ip addr add LOCAL peer PEER dev DEV``) and a route to the peer's
+  subnet through it.
+- ``clean()`` removes every ``cclab-`` namespace and record left by a run that was killed
+  (``cclab kernel clean``).
+- ``require_root()`` refuses clearly (``KernelUnavailable``) when not root or when network
+  namespaces or /dev/net/tun are missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from types import TracebackType
+
+__all__ = ["Namespaces", "KernelUnavailable", "require_root", "clean", "list_namespaces", "address_tun", "PREFIX"]
+
+PREFIX = "cclab-"
+REGISTRY = Path("/run/cclab")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,30}$")
+
+
+class KernelUnavailable(RuntimeError):
+    """The kernel backend cannot run here; the message says why and what to use instead."""
+
+
+def require_root() -> None:
+    """Refuse unless root with network namespaces and TUN available."""
+    if os.geteuid() != 0:
+        raise KernelUnavailable(
+            "the kernel backend needs root (network namespaces, TUN devices); run as root, or use "
+            "the simulator backend (the default), which needs no privileges"
+        )
+    if not Path("/proc/self/ns/net").exists():
+        raise KernelUnavailable("this kernel has no network namespaces; use the simulator backend")
+    if not Path("/dev/net/tun").exists():
+        raise KernelUnavailable("/dev/net/tun is missing (modprobe tun); or use the simulator backend")
+
+
+def list_namespaces() -> list[str]:
+    """Names of the cclab namespaces that exist now."""
+    from pyroute2 import netns
+
+    return sorted(n for n in netns.listnetns() if n.startswith(PREFIX))
+
+
+def _disable_ipv6_and_up_lo(name: str) -> None:
+    from pyroute2 import NetNS
+
+    with NetNS(name) as ns:
+        idx = ns.link_lookup(ifname="lo")
+        if idx:
+            ns.link("set", index=idx[0], state="up")
+    # sysctls are per namespace: write them from a child that entered it.
+    _in_netns(name, _write_sysctls, {"net/ipv6/conf/all/disable_ipv6": "1", "net/ipv6/conf/default/disable_ipv6": "1"})
+
+
+def _write_sysctls(values: dict[str, str]) -> None:
+    for key, v in values.items():
+        p = Path("/proc/sys") / key
+        if p.exists():
+            p.write_text(v)
+
+
+def _in_netns(name: str, fn: object, arg: object) -> None:
+    """Run ``fn(arg)`` in a child process that has entered namespace ``name``."""
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 0
+        try:
+            from pyroute2 import netns
+
+            netns.setns(name)
+            fn(arg)  # type: ignore[operator]
+        except BaseException:  # noqa: BLE001 - report through the exit code
+            code = 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise KernelUnavailable(f"could not configure namespace {name}")
+
+
+def set_sysctls(name: str, values: dict[str, str]) -> None:
+    """Write per-namespace sysctls (keys relative to /proc/sys, e.g. ``net/ipv4/tcp_frto``)."""
+    _in_netns(name, _write_sysctls, values)
+
+
+class Namespaces:
+    """Create ``cclab-<run_id>-<host>`` namespaces for a run; remove them whatever happens."""
+
+    def __init__(self, run_id: str, hosts: list[str]) -> None:
+        for part in [run_id, *hosts]:
+            if not _NAME.match(part):
+                raise ValueError(f"namespace name part {part!r}: use lowercase letters, digits and '-' (max 31)")
+        self.run_id = run_id
+        self.names = {h: f"{PREFIX}{run_id}-{h}" for h in hosts}
+        self.created: list[str] = []
+
+    def __enter__(self) -> "Namespaces":
+        from pyroute2 import netns
+
+        require_root()
+        REGISTRY.mkdir(parents=True, exist_ok=True)
+        record = REGISTRY / f"{self.run_id}.json"
+        try:
+            for name in self.names.values():
+                record.write_text(json.dumps({"namespaces": self.created + [name], "pid": os.getpid()}))
+                netns.create(name)
+                self.created.append(name)
+                _disable_ipv6_and_up_lo(name)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Delete what this run created and its record (idempotent)."""
+        from pyroute2 import netns
+
+        for name in reversed(self.created):
+            try:
+                netns.remove(name)
+            except OSError:
+                pass
+        self.created.clear()
+        (REGISTRY / f"{self.run_id}.json").unlink(missing_ok=True)
+
+
+def address_tun(ns: str, dev: str, local: str, peer: str, route_prefix: int = 24) -> None:
+    """``ip addr add LOCAL peer PEER dev DEV`` inside ``ns``, and a route to PEER's /prefix."""
+    import ipaddress
+
+    from pyroute2 import NetNS
+
+    with NetNS(ns) as ipr:
+        idx = ipr.link_lookup(ifname=dev)
+        if not idx:
+            raise KernelUnavailable(f"{ns}: no device {dev} (did cclab-link start?)")
+        ipr.link("set", index=idx[0], state="up")
+        ipr.addr("add", index=idx[0], local=local, address=peer, prefixlen=32)
+        net = ipaddress.ip_network(f"{peer}/{route_prefix}", strict=False)
+        if not net.overlaps(ipaddress.ip_network(f"{local}/32")):
+            ipr.route("add", dst=str(net), oif=idx[0])
+
+
+def clean() -> list[str]:
+    """Remove every cclab namespace and run record (after a crash). Returns what was removed."""
+    from pyroute2 import netns
+
+    require_root()
+    removed = []
+    for name in list_namespaces():
+        try:
+            netns.remove(name)
+            removed.append(name)
+        except OSError:
+            pass
+    if REGISTRY.is_dir():
+        for rec in REGISTRY.glob("*.json"):
+            rec.unlink(missing_ok=True)
+    return removed
