@@ -101,6 +101,7 @@ Examples:
   cclab run s0-25ms -o out/s0-25ms
   cclab run scenarios/s0-550ms.toml --seed 3 -o out/550
   cclab run s0-100ms --set bottleneck.loss=1e-3 --set flows[0].cc=reno
+  sudo cclab run my.toml --backend kernel      # the real Linux kernel behind cclab-link
 """
 )
 @click.argument("scenario")
@@ -110,8 +111,10 @@ Examples:
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="Override a scenario field by its dotted path; repeatable.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar, no table.")
-def run(scenario: str, out_dir: str | None, seed: int | None, sets: tuple[str, ...], quiet: bool) -> None:
-    """Run SCENARIO (a .toml file or a shipped name) on the simulator."""
+@click.option("--backend", type=click.Choice(["sim", "kernel"]), default="sim", show_default=True,
+              help="sim: the simulator; kernel: this machine's Linux TCP in namespaces (root).")
+def run(scenario: str, out_dir: str | None, seed: int | None, sets: tuple[str, ...], quiet: bool, backend: str) -> None:
+    """Run SCENARIO (a .toml file or a shipped name) on the simulator or the kernel."""
     from .scenario import load_scenario
     from .sim import simulate
 
@@ -122,16 +125,25 @@ def run(scenario: str, out_dir: str | None, seed: int | None, sets: tuple[str, .
         sc = load_scenario(scenario, **overrides)
     except ScenarioError as e:
         _user_error(str(e))
-    progress = _DelayedProgress(f"simulating {sc.name}", enabled=not quiet)
-    try:
-        res = simulate(sc, progress=progress)
-    finally:
-        progress.close()
+    if backend == "kernel":
+        from .kernel.backend import run_kernel
+        from .kernel.netns import KernelUnavailable
+
+        try:
+            res = run_kernel(sc)
+        except KernelUnavailable as e:
+            _user_error(str(e))
+    else:
+        progress = _DelayedProgress(f"simulating {sc.name}", enabled=not quiet)
+        try:
+            res = simulate(sc, progress=progress)
+        finally:
+            progress.close()
     target = Path(out_dir) if out_dir else Path("out") / sc.name
     paths = res.write(target)
     if quiet:
         return
-    t = Table(title=f"{sc.name} (seed {sc.seed}, {sc.duration_s:g} s simulated)")
+    t = Table(title=f"{sc.name} (seed {sc.seed}, {sc.duration_s:g} s, {backend})")
     for col in ("flow", "cc", "goodput (Mbps)", "retrans (pkts)", "RTOs", "fast rexmits"):
         t.add_column(col, justify="right" if col != "flow" else "left")
     for f, st in zip(sc.flows, res.summary["flows"]):
@@ -139,8 +151,8 @@ def run(scenario: str, out_dir: str | None, seed: int | None, sets: tuple[str, .
                   str(st["rto_count"]), str(st["fast_retransmit_count"]))
     out.print(t)
     run_info = res.summary["run"]
-    out.print(f"{run_info['events_processed']:,} events in {run_info['wall_time_s']:.2f} s; "
-              f"wrote {', '.join(p.name for p in paths.values())} to {target}/")
+    done = (f"{run_info['events_processed']:,} events in " if "events_processed" in run_info else "ran in ")
+    out.print(f"{done}{run_info['wall_time_s']:.2f} s; wrote {', '.join(p.name for p in paths.values())} to {target}/")
 
 
 @cli.command(
@@ -197,12 +209,14 @@ def presets() -> None:
 
 
 from .cli_infer import infer as _infer  # noqa: E402
+from .cli_kernel import compare as _compare  # noqa: E402
 from .cli_kernel import kernel as _kernel  # noqa: E402
 from .cli_study import study as _study  # noqa: E402
 
 cli.add_command(_infer)
 cli.add_command(_study)
 cli.add_command(_kernel)
+cli.add_command(_compare)
 
 
 def main() -> None:

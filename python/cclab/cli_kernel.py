@@ -40,3 +40,49 @@ def clean() -> None:
         err.print(f"[bold red]error:[/] {e}", highlight=False)
         sys.exit(2)
     out.print(f"removed {len(removed)} namespace(s)" + (": " + ", ".join(removed) if removed else ""))
+
+
+@click.command(
+    epilog="""\b
+Examples:
+  sudo cclab compare my.toml
+  sudo cclab compare my.toml --set bottleneck.loss=1e-2
+"""
+)
+@click.argument("scenario")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a scenario field; repeatable.")
+def compare(scenario: str, sets: tuple[str, ...]) -> None:
+    """Run SCENARIO on the simulator and on the kernel; print both side by side."""
+    from rich.table import Table
+
+    from .cli import _parse_set
+    from .kernel.backend import run_kernel
+    from .kernel.netns import KernelUnavailable
+    from .scenario import load_scenario
+    from .sim import simulate
+
+    sc = load_scenario(scenario, **_parse_set(sets))
+    try:
+        k = run_kernel(sc)
+    except KernelUnavailable as e:
+        err.print(f"[bold red]error:[/] {e}", highlight=False)
+        sys.exit(2)
+    s = simulate(sc)
+    t = Table(title=f"{sc.name}: simulator vs kernel ({sc.duration_s:g} s)")
+    for col in ("flow", "metric", "simulator", "kernel"):
+        t.add_column(col)
+    for fs, fk in zip(s.summary["flows"], k.summary["flows"]):
+        rows = [("goodput (Mbit/s)", fs["goodput_bps"] / 1e6, fk["goodput_bps"] / 1e6),
+                ("retransmissions (pkts)", fs["retrans_pkts"], fk["retrans_pkts"]),
+                ("RTOs", fs["rto_count"], fk["rto_count"])]
+        for name, res in (("sim", s), ("kernel", k)):
+            w = res.flows[res.flows["flow"] == fs["flow"]]["cwnd_pkts"].astype(float)
+            if name == "sim":
+                cw_s = (w.mean(), w.median(), w.max())
+            else:
+                cw_k = (w.mean(), w.median(), w.max())
+        rows += [("cwnd mean (pkts)", cw_s[0], cw_k[0]), ("cwnd median", cw_s[1], cw_k[1]), ("cwnd max", cw_s[2], cw_k[2])]
+        for name, a, b in rows:
+            t.add_row(fs["flow"], name, f"{a:.3f}" if isinstance(a, float) else str(a),
+                      f"{b:.3f}" if isinstance(b, float) else str(b))
+    out.print(t)

@@ -1,0 +1,220 @@
+"""Run a scenario on this machine's Linux kernel: one namespace per host, the links emulated by
+``cclab-link`` (the simulator's own cclab-net models, in real time), kernel TCP senders that
+sample TCP_INFO every 10 ms. Returns a RunResult shaped like the simulator's.
+
+What the kernel cannot do is refused before anything is created (``parity``): algorithms it lacks
+(it has reno, cubic, bbr), presets needing other constants, the per-flow window cap (needs the
+BPF clamp, not built yet), settings only the simulator has (kernel_hz, delayed_ack off, tlp off,
+initial RTO, fixed receive window, initial cwnd other than 10).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..result import CA_STATES, RunResult, jain_index
+from ..scenario import Scenario, load_scenario
+from .link import LinkEmulator
+from .netns import KernelUnavailable, Namespaces, address_tun, require_root, set_sysctls
+
+__all__ = ["run_kernel", "parity", "KERNEL_ALGORITHMS"]
+
+#: Congestion controls built into this machine's kernel (shared/docs/KERNEL.md).
+KERNEL_ALGORITHMS = ("reno", "cubic", "bbr")
+_BASE_PORT = 5201
+
+
+def parity(sc: Scenario) -> list[str]:
+    """What in ``sc`` the kernel backend cannot do, each with what to use instead."""
+    problems = []
+    d = sc.to_core_dict()
+    for i, f in enumerate(d["flows"]):
+        where = f"flows[{i}]"
+        if f["cc"] not in KERNEL_ALGORITHMS:
+            problems.append(f"{where}.cc = {f['cc']!r}: this kernel has only {', '.join(KERNEL_ALGORITHMS)}; "
+                            "use the simulator backend for it")
+        if f["cc_params"]:
+            problems.append(f"{where}.cc_params: per-flow tunables are simulator-only (the kernel's are global "
+                            "module parameters); use the simulator backend")
+        if f["max_cwnd_pkts"]:
+            problems.append(f"{where}.max_cwnd_pkts = {f['max_cwnd_pkts']}: the per-flow window cap needs the BPF "
+                            "clamp, not built yet; set it to 0 or use the simulator backend")
+        for key, ok, msg in (
+            ("delayed_ack", True, "the receiver's delayed ACKs cannot be turned off"),
+            ("tlp", True, "tail loss probes cannot be turned off per flow"),
+            ("initial_cwnd_pkts", 10, "only the default initial window (10) is applied"),
+            ("rwnd_bytes", 0, "a fixed receive window is simulator-only"),
+            ("rto_initial_ms", 1000.0, "the initial RTO is the kernel's (1 s)"),
+            ("rto_max_ms", 120000.0, "the maximum RTO is the kernel's (120 s)"),
+        ):
+            if f[key] != ok:
+                problems.append(f"{where}.{key} = {f[key]}: {msg}; use the simulator backend")
+    if d["sim"]["trace"] != "interval":
+        pass  # the kernel is always sampled (TCP_INFO every trace_interval_ms); not an error
+    return problems
+
+
+def _host(name: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in name.lower())[:12] or "h"
+
+
+def _spec(d: dict[str, Any], ns: dict[str, str], stats_path: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    """cclab-link's spec and each host's address."""
+    ports, links, routes, addr = [], [], [], {}
+
+    def link(name: str, spec: dict[str, Any]) -> str:
+        links.append({"name": name, **{k: v for k, v in spec.items() if v is not None}})
+        return name
+
+    bfwd = link("bottleneck", d["bottleneck"]["fwd"])
+    brev = link("bottleneck.reverse", d["bottleneck"]["rev"])
+    access: dict[str, tuple[str | None, str | None]] = {}
+    for role, hosts, net in (("s", d["senders"], 77), ("r", d["receivers"], 78)):
+        for i, h in enumerate(hosts):
+            port = f"{role}{i}"
+            addr[h["name"]] = f"10.{net}.{i}.1"
+            ports.append({"name": port, "netns": ns[h["name"]], "dev": "cl0", "addrs": [addr[h["name"]]]})
+            if h.get("access"):
+                access[h["name"]] = (link(f"{h['name']}.access.fwd", h["access"]["fwd"]),
+                                     link(f"{h['name']}.access.rev", h["access"]["rev"]))
+            else:
+                access[h["name"]] = (None, None)
+    for i, s in enumerate(d["senders"]):
+        for j, r in enumerate(d["receivers"]):
+            sf, sr = access[s["name"]]
+            rf, rr = access[r["name"]]
+            routes.append({"from": f"s{i}", "to": f"r{j}", "links": [x for x in (sf, bfwd, rf) if x]})
+            routes.append({"from": f"r{j}", "to": f"s{i}", "links": [x for x in (rr, brev, sr) if x]})
+    spec = {"seed": d["seed"], "ports": ports, "links": links, "routes": routes, "stats_path": str(stats_path)}
+    return spec, addr
+
+
+def _netns_exec(ns: str, *args: str) -> list[str]:
+    return ["ip", "netns", "exec", ns, sys.executable, "-m", "cclab.kernel.traffic", *args]
+
+
+def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunResult:
+    """Run ``scenario`` on the kernel (root). Raises KernelUnavailable with what to use instead."""
+    from .. import __version__
+
+    if seed is not None:
+        overrides["seed"] = seed
+    sc = load_scenario(scenario, **overrides)
+    problems = parity(sc)
+    if problems:
+        raise KernelUnavailable("the kernel backend cannot run this scenario:\n  " + "\n  ".join(problems))
+    require_root()
+    d = sc.to_core_dict()
+    hosts = {h["name"]: f"{role}{_host(h['name'])}" for role, key in (("s", "senders"), ("r", "receivers"))
+             for h in d[key]}
+    run_id = f"{os.getpid() % 100000}{int(time.time() * 1000) % 10000}"
+    interval_ms = d["sim"]["trace_interval_ms"]
+    t_wall = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="cclab-kernel-") as tmp, Namespaces(run_id, list(hosts.values())) as nss:
+        ns = {h: nss.names[v] for h, v in hosts.items()}
+        spec, addr = _spec(d, ns, Path(tmp) / "link-stats.json")
+        knobs: dict[str, dict[str, str]] = {}
+        for f in d["flows"]:
+            for host in (f["sender"], f["receiver"]):
+                k = {"net/ipv4/tcp_no_metrics_save": "1", "net/ipv4/tcp_sack": str(int(f["sack"])),
+                     "net/ipv4/tcp_timestamps": str(int(f["timestamps"])),
+                     "net/ipv4/tcp_rto_min_us": str(int(f["rto_min_ms"] * 1000))}
+                if host == f["sender"]:
+                    k["net/ipv4/tcp_frto"] = "2" if f["frto"] else "0"
+                knobs.setdefault(ns[host], {}).update(k)
+        for name, k in knobs.items():
+            set_sysctls(name, {key: v for key, v in k.items() if Path("/proc/sys", key).exists() or True})
+        with LinkEmulator(spec) as emu:
+            for h in d["senders"]:
+                address_tun(ns[h["name"]], "cl0", addr[h["name"]], "10.78.0.1", 16)
+            for h in d["receivers"]:
+                address_tun(ns[h["name"]], "cl0", addr[h["name"]], "10.77.0.1", 16)
+            procs = []
+            for k, f in enumerate(d["flows"]):
+                ready = Path(tmp) / f"ready{k}"
+                rcv = subprocess.Popen(_netns_exec(ns[f["receiver"]], "recv", "--port", str(_BASE_PORT + k),
+                                                   "--ready-file", str(ready)),
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                t_end = time.monotonic() + 10
+                while not ready.exists() and time.monotonic() < t_end:
+                    time.sleep(0.01)
+                procs.append((k, f, rcv))
+            t0 = time.monotonic()
+            senders = []
+            for k, f, _ in sorted(procs, key=lambda p: p[1]["start_s"]):
+                time.sleep(max(0.0, t0 + f["start_s"] - time.monotonic()))
+                args = ["send", "--dst", addr[f["receiver"]], "--port", str(_BASE_PORT + k), "--cc", f["cc"],
+                        "--mss", str(f["mss_bytes"]), "--duration", str(d["duration_s"] - f["start_s"]),
+                        "--size", str(f["size_bytes"]), "--interval-ms", str(interval_ms),
+                        "--out", str(Path(tmp) / f"flow{k}.csv")]
+                senders.append((k, f, subprocess.Popen(_netns_exec(ns[f["sender"]], *args), stdout=subprocess.PIPE,
+                                                       stderr=subprocess.PIPE, text=True)))
+            totals = {}
+            for k, f, p in senders:
+                out, errtxt = p.communicate(timeout=d["duration_s"] + 60)
+                if p.returncode != 0:
+                    raise RuntimeError(f"flow {f['name']}: sender failed: {errtxt.strip()[-500:]}")
+                totals[k] = json.loads(out.strip().splitlines()[-1])
+                totals[k]["start_s"] = f["start_s"]
+            for _, _, r in procs:
+                r.communicate(timeout=30)
+            link_stats = emu.stop()
+        frames = []
+        for k, f in enumerate(d["flows"]):
+            df = pd.read_csv(Path(tmp) / f"flow{k}.csv")
+            df["t_s"] = df["t_s"] + f["start_s"]
+            df.insert(0, "flow", f["name"])
+            frames.append(df)
+    return _result(sc, d, frames, totals, link_stats, knobs, time.perf_counter() - t_wall, __version__)
+
+
+def _result(sc: Scenario, d: dict[str, Any], frames: list[pd.DataFrame], totals: dict[int, dict[str, Any]],
+            link_stats: dict[str, Any], knobs: dict[str, dict[str, str]], wall_s: float, version: str) -> RunResult:
+    names = [f["name"] for f in d["flows"]]
+    flows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    n = len(flows)
+    flows.insert(0, "run", pd.Categorical([sc.name] * n))
+    flows["flow"] = pd.Categorical(flows["flow"], categories=names)
+    flows.insert(2, "subflow", np.zeros(n, dtype=np.int32))
+    flows["ssthresh_pkts"] = pd.array(flows["ssthresh_pkts"].round().astype("Int64"), dtype="Int64")
+    flows["ca_state"] = pd.Categorical(np.array(CA_STATES, dtype=object)[flows["ca_state"].astype(int)],
+                                       categories=CA_STATES)
+    flows["delivered_bytes"] = (flows["delivered_bytes"] - 1).clip(lower=0)  # tcpi_bytes_acked counts the SYN
+    ev = []
+    for name, g in flows.groupby("flow", observed=True):
+        st = g["ca_state"].astype(str).to_numpy()
+        for i in range(1, len(st)):
+            if st[i] == "loss" and st[i - 1] != "loss":
+                ev.append({"run": sc.name, "t_s": float(g["t_s"].iloc[i]), "flow": name, "kind": "rto",
+                           "detail": "ca_state entered Loss (sampled)"})
+            elif st[i] == "recovery" and st[i - 1] in ("open", "disorder"):
+                ev.append({"run": sc.name, "t_s": float(g["t_s"].iloc[i]), "flow": name, "kind": "fast_retransmit",
+                           "detail": "ca_state entered Recovery (sampled)"})
+    events = pd.DataFrame(ev, columns=["run", "t_s", "flow", "kind", "detail"])
+    fsum = []
+    for k, f in enumerate(d["flows"]):
+        t = totals[k]
+        kinds = events[events["flow"] == f["name"]]["kind"].value_counts() if len(events) else {}
+        acked = max(0, int(t["bytes_acked"]) - 1)
+        fsum.append({"flow": f["name"], "goodput_bps": acked * 8 / max(t["elapsed_s"], 1e-9),
+                     "delivered_bytes": acked, "retrans_pkts": int(t["total_retrans"]),
+                     "rto_count": int(kinds.get("rto", 0)), "fast_retransmit_count": int(kinds.get("fast_retransmit", 0)),
+                     "start_s": t["start_s"], "mean_cwnd_pkts": float(frames[k]["cwnd_pkts"].mean()),
+                     "mean_srtt_ms": float(frames[k]["srtt_ms"].mean())})
+    summary = {
+        "cclab_version": version, "backend": "kernel", "seed": sc.seed, "scenario": sc.as_run(), "flows": fsum,
+        "links": link_stats, "knobs": knobs, "kernel": os.uname().release,
+        "run": {"wall_time_s": wall_s, "jain_index": jain_index([f["goodput_bps"] for f in fsum])},
+    }
+    links = pd.DataFrame(columns=["run", "link", "t_s", "queue_pkts", "queue_bytes", "drops", "tx_bytes"])
+    return RunResult(scenario=sc, seed=sc.seed, flows=flows, links=links, events=events, summary=summary)

@@ -1,0 +1,74 @@
+"""``struct tcp_info`` of Linux 6.18 (include/uapi/linux/tcp.h), read with getsockopt(TCP_INFO),
+and its mapping to cclab's flows trace schema."""
+
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Any
+
+__all__ = ["read_tcp_info", "to_trace_row", "TRACE_COLUMNS"]
+
+# Offsets in bytes (include/uapi/linux/tcp.h, struct tcp_info): 8 one-byte fields, then u32s
+# from tcpi_rto (8) to tcpi_total_retrans (100), u64 tcpi_pacing_rate (104) ...
+_FIELDS: dict[str, tuple[int, str]] = {
+    "state": (0, "B"),
+    "ca_state": (1, "B"),
+    "retransmits": (2, "B"),
+    "backoff": (4, "B"),
+    "rto": (8, "I"),
+    "snd_mss": (16, "I"),
+    "unacked": (24, "I"),
+    "sacked": (28, "I"),
+    "lost": (32, "I"),
+    "retrans": (36, "I"),
+    "rtt": (68, "I"),
+    "rttvar": (72, "I"),
+    "snd_ssthresh": (76, "I"),
+    "snd_cwnd": (80, "I"),
+    "total_retrans": (100, "I"),
+    "pacing_rate": (104, "Q"),
+    "bytes_acked": (120, "Q"),
+    "min_rtt": (148, "I"),
+    "delivery_rate": (160, "Q"),
+    "delivered": (192, "I"),
+    "bytes_sent": (200, "Q"),
+    "bytes_retrans": (208, "Q"),
+}
+_LEN = 232
+
+#: Columns written by the kernel backend (the simulator's flows schema plus delivery_rate_bps).
+TRACE_COLUMNS = [
+    "t_s", "cwnd_pkts", "ssthresh_pkts", "inflight_pkts", "srtt_ms", "rttvar_ms", "min_rtt_ms", "rto_ms",
+    "delivered_bytes", "retrans_pkts", "ca_state", "pacing_rate_bps", "delivery_rate_bps",
+]
+
+
+def read_tcp_info(sock: socket.socket) -> dict[str, int]:
+    """The fields above, in the kernel's units (us, bytes, bytes/s, packets)."""
+    raw = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _LEN)
+    out = {}
+    for name, (off, fmt) in _FIELDS.items():
+        size = struct.calcsize(fmt)
+        out[name] = struct.unpack_from("=" + fmt, raw, off)[0] if off + size <= len(raw) else 0
+    return out
+
+
+def to_trace_row(t_s: float, ti: dict[str, int]) -> dict[str, Any]:
+    """One flows-table row from a TCP_INFO sample (ssthresh NaN while infinite)."""
+    ssth = ti["snd_ssthresh"]
+    return {
+        "t_s": t_s,
+        "cwnd_pkts": ti["snd_cwnd"],
+        "ssthresh_pkts": float("nan") if ssth >= 0x7FFFFFFF else ssth,
+        "inflight_pkts": ti["unacked"] - ti["sacked"] - ti["lost"] + ti["retrans"],
+        "srtt_ms": ti["rtt"] / 1000.0,
+        "rttvar_ms": ti["rttvar"] / 1000.0,
+        "min_rtt_ms": ti["min_rtt"] / 1000.0,
+        "rto_ms": ti["rto"] / 1000.0,
+        "delivered_bytes": ti["bytes_acked"],
+        "retrans_pkts": ti["total_retrans"],
+        "ca_state": ti["ca_state"],
+        "pacing_rate_bps": ti["pacing_rate"] * 8.0,
+        "delivery_rate_bps": ti["delivery_rate"] * 8.0,
+    }

@@ -1,0 +1,132 @@
+"""Traffic for the kernel backend: a bulk (or fixed-size) TCP sender that samples its own
+socket's TCP_INFO, and a receiver that drains. Run inside a namespace:
+
+    ip netns exec NS python -m cclab.kernel.traffic recv --port 5001 --rcvbuf 0
+    ip netns exec NS python -m cclab.kernel.traffic send --dst 10.78.0.1 --port 5001 --cc cubic \\
+        --mss 1448 --duration 20 --interval-ms 10 --out flow0.csv
+
+The sender sets the congestion control per socket (TCP_CONGESTION), the MSS (TCP_MAXSEG) and the
+buffers (SO_SNDBUF/SO_RCVBUF when > 0), writes as fast as the socket takes data (or ``--size``
+bytes), samples TCP_INFO every ``--interval-ms`` from a thread (about 1 us per call) and writes
+one CSV row per sample in cclab's flows schema, plus a last line of totals on stdout as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import socket
+import sys
+import threading
+import time
+
+from .tcpinfo import TRACE_COLUMNS, read_tcp_info, to_trace_row
+
+__all__ = ["main"]
+
+_CHUNK = 1 << 16
+
+
+def _recv(port: int, rcvbuf: int, ready_file: str | None) -> None:
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if rcvbuf > 0:
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    srv.bind(("0.0.0.0", port))
+    srv.listen(8)
+    if ready_file:
+        open(ready_file, "w").close()
+    conn, _ = srv.accept()
+    total = 0
+    while True:
+        b = conn.recv(1 << 20)
+        if not b:
+            break
+        total += len(b)
+    conn.close()
+    srv.close()
+    print(json.dumps({"received_bytes": total}), flush=True)
+
+
+def _send(a: argparse.Namespace) -> None:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, a.cc.encode())
+    if a.mss > 0:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, a.mss)
+    if a.sndbuf > 0:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, a.sndbuf)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            s.connect((a.dst, a.port))
+            break
+        except (ConnectionRefusedError, OSError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    t0 = time.monotonic()
+    rows: list[dict] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        period = a.interval_ms / 1000.0
+        nxt = time.monotonic()
+        while not stop.is_set():
+            rows.append(to_trace_row(time.monotonic() - t0, read_tcp_info(s)))
+            nxt += period
+            time.sleep(max(0.0, nxt - time.monotonic()))
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    buf = b"\0" * _CHUNK
+    sent = 0
+    end = t0 + a.duration
+    s.settimeout(0.2)
+    while time.monotonic() < end and (a.size == 0 or sent < a.size):
+        try:
+            n = s.send(buf if a.size == 0 else buf[: min(_CHUNK, a.size - sent)])
+            sent += n
+        except socket.timeout:
+            continue
+    final = read_tcp_info(s)
+    stop.set()
+    th.join()
+    rows.append(to_trace_row(time.monotonic() - t0, final))
+    with open(a.out, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=TRACE_COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    elapsed = time.monotonic() - t0
+    s.close()
+    print(json.dumps({"sent_bytes": sent, "bytes_acked": final["bytes_acked"], "elapsed_s": elapsed,
+                      "total_retrans": final["total_retrans"], "samples": len(rows)}), flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m cclab.kernel.traffic", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("recv")
+    r.add_argument("--port", type=int, required=True)
+    r.add_argument("--rcvbuf", type=int, default=0)
+    r.add_argument("--ready-file", default=None)
+    s = sub.add_parser("send")
+    s.add_argument("--dst", required=True)
+    s.add_argument("--port", type=int, required=True)
+    s.add_argument("--cc", default="cubic")
+    s.add_argument("--mss", type=int, default=0)
+    s.add_argument("--sndbuf", type=int, default=0)
+    s.add_argument("--duration", type=float, required=True)
+    s.add_argument("--size", type=int, default=0)
+    s.add_argument("--interval-ms", type=float, default=10.0)
+    s.add_argument("--out", required=True)
+    a = p.parse_args(argv)
+    if a.cmd == "recv":
+        _recv(a.port, a.rcvbuf, a.ready_file)
+    else:
+        _send(a)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
