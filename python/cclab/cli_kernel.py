@@ -17,6 +17,7 @@ err = Console(stderr=True)
     epilog="""\b
 Examples:
   sudo cclab kernel clean        # remove cclab- namespaces left by a killed run
+  cclab kernel monitor --dport 5201 --duration-s 30 -o flows.csv
 """
 )
 def kernel() -> None:
@@ -86,3 +87,36 @@ def compare(scenario: str, sets: tuple[str, ...]) -> None:
             t.add_row(fs["flow"], name, f"{a:.3f}" if isinstance(a, float) else str(a),
                       f"{b:.3f}" if isinstance(b, float) else str(b))
     out.print(t)
+
+
+@kernel.command(
+    name="monitor",
+    epilog="""\b
+Examples:
+  cclab kernel monitor --dport 5201 --duration-s 30 -o flows.csv
+  sudo cclab kernel monitor --netns cclab-123-ssender --interval-ms 1 --duration-s 5 -o f.parquet
+""",
+)
+@click.option("--duration-s", type=click.FloatRange(min=0, min_open=True), required=True, help="How long to sample.")
+@click.option("--interval-ms", type=click.FloatRange(min=0.1), default=10.0, show_default=True, help="Sampling period.")
+@click.option("--sport", type=int, default=None, help="Only sockets with this local port.")
+@click.option("--dport", type=int, default=None, help="Only sockets with this remote port.")
+@click.option("--dst", default=None, help="Only sockets to this remote IPv4 address.")
+@click.option("--netns", default=None, help="Enter this network namespace first (root).")
+@click.option("-o", "--out", "out_path", type=click.Path(dir_okay=False), required=True,
+              help="CSV or .parquet file in cclab's flows schema.")
+def monitor_cmd(duration_s: float, interval_ms: float, sport: int | None, dport: int | None, dst: str | None,
+                netns: str | None, out_path: str) -> None:
+    """Sample TCP_INFO of established sockets of any process via sock_diag."""
+    from .kernel.monitor import monitor
+
+    try:
+        df = monitor(duration_s, interval_ms, sport, dport, dst, netns)
+    except (OSError, ValueError) as e:
+        err.print(f"[bold red]error:[/] {e}", highlight=False)
+        sys.exit(2)
+    if out_path.endswith(".parquet"):
+        df.to_parquet(out_path, index=False)
+    else:
+        df.to_csv(out_path, index=False)
+    out.print(f"{len(df)} samples of {df['flow'].nunique() if len(df) else 0} socket(s) -> {out_path}")
