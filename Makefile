@@ -9,14 +9,20 @@ setup:
 	$(PIP) install --quiet --disable-pip-version-check -e ".[test]"
 	cargo build --release -p cclab-emu
 
-# Test extras: Ray (the study executor's test) and headless Chromium (the report's test), from
-# PyPI and Debian. Chromium needs root to install; without it that one test is skipped.
+# Test extras: Ray (the study executor's test) from PyPI; headless Chromium (the report's test)
+# and clang + libbpf-dev (the BPF cwnd clamp, crates/cclab-bpf) from Debian. The Debian packages
+# need root to install; without them those tests are skipped and cclab-bpf is not built.
+APT_TEST_PKGS = chromium clang libbpf-dev
 setup-test:
 	$(PIP) install --quiet --disable-pip-version-check -e ".[test,ray]"
 	cargo build --release -p cclab-emu
-	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium) \
-		|| echo "chromium not installed: the report screenshot test will be skipped"; }
+	@missing=""; for p in $(APT_TEST_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+		else echo "not root, not installed:$$missing (their tests will be skipped)"; fi; \
+	fi
+	@if command -v clang >/dev/null 2>&1; then cargo build --release -p cclab-bpf; fi
 
 # The main job: the default study (S0, full grid) on the simulator (no privileges needed).
 run: setup
@@ -29,8 +35,9 @@ study: setup
 
 test: setup-test test-rust test-python
 
+# cclab-bpf needs clang (installed by setup-test when root).
 test-rust:
-	cargo test --workspace --exclude cclab-py
+	cargo test --workspace --exclude cclab-py $$(command -v clang >/dev/null 2>&1 || echo --exclude cclab-bpf)
 
 test-python:
 	$(PY) -m pytest

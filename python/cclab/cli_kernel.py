@@ -31,7 +31,10 @@ Examples:
 """
 )
 def clean() -> None:
-    """Remove every cclab- network namespace and run record left behind (needs root)."""
+    """Remove every cclab- network namespace, cwnd-clamp cgroup and run record left behind, and
+    restore tcp_cubic's module parameters if a killed run had changed them (needs root)."""
+    from .kernel.clamp import clean_cgroups
+    from .kernel.knobs import restore_cubic_params
     from .kernel.netns import KernelUnavailable
     from .kernel.netns import clean as do_clean
 
@@ -40,7 +43,12 @@ def clean() -> None:
     except KernelUnavailable as e:
         err.print(f"[bold red]error:[/] {e}", highlight=False)
         sys.exit(2)
+    cgroups = clean_cgroups()
+    restored = restore_cubic_params()
     out.print(f"removed {len(removed)} namespace(s)" + (": " + ", ".join(removed) if removed else ""))
+    out.print(f"removed {len(cgroups)} cgroup(s)" + (": " + ", ".join(cgroups) if cgroups else ""))
+    if restored:
+        out.print("restored tcp_cubic parameters: " + ", ".join(f"{k}={v}" for k, v in restored.items()))
 
 
 @click.command(

@@ -162,6 +162,28 @@ class SimSettings(_Model):
     trace_interval_ms: float = Field(default=10.0, ge=0.1)
 
 
+class KernelSettings(_Model):
+    """Kernel-backend-only settings, set inside the run's namespaces and gone with them
+    (docs/kernel.md). The simulator ignores them (it models neither TSQ nor ECN)."""
+
+    #: net.ipv4.tcp_no_metrics_save: do not carry cwnd/ssthresh/RTT from one connection to the next.
+    tcp_no_metrics_save: bool = True
+    #: net.ipv4.tcp_limit_output_bytes, the TCP Small Queues limit; None keeps the kernel's default.
+    tcp_limit_output_bytes: int | None = Field(default=None, ge=1)
+    #: net.ipv4.tcp_ecn: 0 off, 1 request and accept, 2 accept only (the kernel's default); None keeps it.
+    tcp_ecn: Literal[0, 1, 2] | None = None
+    #: Any other per-namespace sysctl, by its dotted name (``net.ipv4.tcp_recovery = 1``).
+    sysctls: dict[str, int | str] = Field(default_factory=dict)
+
+    @field_validator("sysctls")
+    @classmethod
+    def _net_only(cls, v: dict[str, int | str]) -> dict[str, int | str]:
+        for key in v:
+            if not key.startswith("net.") or "/" in key or ".." in key:
+                raise ValueError(f"{key!r}: only per-namespace net.* sysctls (dotted, e.g. net.ipv4.tcp_recovery)")
+        return v
+
+
 class Scenario(_Model):
     """A validated scenario. Build with :func:`load_scenario` or directly from Python objects."""
 
@@ -170,6 +192,7 @@ class Scenario(_Model):
     duration_s: float = Field(gt=0)
     seed: int = Field(default=1, ge=0, lt=2**63)
     sim: SimSettings = Field(default_factory=SimSettings)
+    kernel: KernelSettings = Field(default_factory=KernelSettings)
     bottleneck: Duplex
     senders: list[Host] = Field(default_factory=lambda: [Host(name="sender")], min_length=1)
     receivers: list[Host] = Field(default_factory=lambda: [Host(name="receiver")], min_length=1)

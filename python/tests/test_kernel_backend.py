@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 import cclab
-from cclab.kernel import netns
+from cclab.kernel import clamp, netns
 from cclab.kernel.backend import parity, run_kernel
+from cclab.kernel.knobs import namespace_sysctls
 from cclab.kernel.netns import KernelUnavailable
-from cclab.scenario import load_scenario
+from cclab.scenario import ScenarioError, load_scenario
 
 root_only = pytest.mark.skipif(
     os.geteuid() != 0 or not os.path.exists("/dev/net/tun") or shutil.which("ip") is None,
@@ -61,12 +62,78 @@ def test_lossy_cubic_goodput_matches_the_simulator():
 
 
 def test_parity_refuses_what_the_kernel_cannot_do(monkeypatch):
-    sc = load_scenario({**_path(0.0, 5), "flows": [{"cc": "vegas"}, {"cc": "cubic", "max_cwnd_pkts": 100}]})
+    sc = load_scenario({**_path(0.0, 5), "senders": [{"name": "a"}, {"name": "b"}],
+                        "flows": [{"cc": "vegas", "sender": "a"},
+                                  {"cc": "cubic", "sender": "b", "cc_params": {"c": 0.25, "beta": 0.8}},
+                                  {"cc": "cubic", "sender": "b", "cc_params": {"beta": 0.7}, "initial_cwnd_pkts": 4},
+                                  {"cc": "bbr", "sender": "a", "cc_params": {"high_gain": 700}, "max_cwnd_pkts": 100}]})
     problems = parity(sc)
     assert any("flows[0].cc = 'vegas'" in p and "simulator" in p for p in problems)
-    assert any("flows[1].max_cwnd_pkts" in p for p in problems)
+    assert any("flows[1].cc_params.c = 0.25" in p and "bic_scale" in p for p in problems)
+    assert any("flows[2].cc_params.beta" in p and "global" in p for p in problems)
+    assert any("flows[2].initial_cwnd_pkts = 4 differs from flows[1]" in p for p in problems)
+    assert any("flows[3].cc_params" in p and "bbr" in p for p in problems)
+    assert not any("max_cwnd_pkts" in p for p in problems)  # the BPF clamp does it
+    assert len(problems) == 5, problems
     with pytest.raises(KernelUnavailable, match="vegas"):
         run_kernel(sc)
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(KernelUnavailable, match="needs root"):
         run_kernel(_path(0.0, 5))
+
+
+def test_kernel_settings_become_namespace_sysctls():
+    sc = load_scenario({**_path(0.0, 5), "kernel": {"tcp_limit_output_bytes": "256KiB", "tcp_ecn": 1,
+                                                     "sysctls": {"net.ipv4.tcp_recovery": 0}}})
+    f = sc.to_core_dict()["flows"][0]
+    snd = namespace_sysctls(f, sc.kernel.model_dump(), sender=True)
+    assert snd["net/ipv4/tcp_limit_output_bytes"] == str(256 * 1024)
+    assert snd["net/ipv4/tcp_ecn"] == "1" and snd["net/ipv4/tcp_recovery"] == "0"
+    assert snd["net/ipv4/tcp_no_metrics_save"] == "1" and snd["net/ipv4/tcp_frto"] == "2"
+    assert "net/ipv4/tcp_frto" not in namespace_sysctls(f, sc.kernel.model_dump(), sender=False)
+    with pytest.raises(ScenarioError, match="kernel.tcp_ecn"):
+        load_scenario({**_path(0.0, 5), "kernel": {"tcp_ecn": 3}})
+    with pytest.raises(ScenarioError, match="per-namespace net"):
+        load_scenario({**_path(0.0, 5), "kernel": {"sysctls": {"vm.swappiness": 1}}})
+
+
+@root_only
+def test_window_cap_initcwnd_and_module_params_on_the_kernel():
+    """max_cwnd_pkts through the BPF clamp, initial_cwnd_pkts as a route metric, and CUBIC's beta
+    as a global module parameter that is restored afterwards."""
+    beta_file = Path("/sys/module/tcp_cubic/parameters/beta")
+    before = beta_file.read_text()
+    sc = {**_path(0.0, 6), "flows": [{"cc": "cubic", "max_cwnd_pkts": 20, "initial_cwnd_pkts": 4,
+                                      "cc_params": {"beta": 0.8}}]}
+    r = run_kernel(sc)
+    assert beta_file.read_text() == before
+    assert r.summary["global_knobs"] == {"tcp_cubic": {"beta": 819}}
+    assert r.summary["cwnd_clamp"]["applied_pkts"] == [20]
+    cw = r.flows["cwnd_pkts"]
+    assert cw.iloc[0] == 4  # the first sample precedes the first ACK (100 ms RTT)
+    assert cw.max() == 20 and (cw == 20).mean() > 0.8
+    # Window-limited: 20 packets per 100 ms round trip, as the simulator with the same cap.
+    g = r.summary["flows"][0]["goodput_bps"]
+    s = cclab.simulate(sc).summary["flows"][0]["goodput_bps"]
+    assert g == pytest.approx(20 * 1448 * 8 / 0.1, rel=0.12)
+    assert abs(g - s) / s < 0.05, (g, s)
+    assert not list(clamp.cgroup2_root().glob("cclab-*"))
+
+
+@root_only
+def test_module_beta_sets_the_reduction_on_the_kernel():
+    beta_file = Path("/sys/module/tcp_cubic/parameters/beta")
+    before = beta_file.read_text()
+    ratios = {}
+    for beta in (0.7, 0.85):
+        sc = {**_path(0.01, 20), "flows": [{"cc": "cubic", "cc_params": {"beta": beta}}]}
+        f = run_kernel(sc).flows
+        st = f["ca_state"].astype(str).to_numpy()
+        cw, ss = f["cwnd_pkts"].to_numpy(), f["ssthresh_pkts"].to_numpy(dtype=float, na_value=np.nan)
+        r = [ss[i] / cw[i - 1] for i in range(1, len(st))
+             if st[i] == "recovery" and st[i - 1] == "open" and cw[i - 1] >= 20]
+        assert len(r) >= 5
+        ratios[beta] = float(np.median(r))
+    assert beta_file.read_text() == before
+    assert ratios[0.7] == pytest.approx(0.7, abs=0.03)
+    assert ratios[0.85] == pytest.approx(0.85, abs=0.03)

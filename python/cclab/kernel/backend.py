@@ -10,6 +10,7 @@ initial RTO, fixed receive window, initial cwnd other than 10).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -25,6 +26,8 @@ import pandas as pd
 from ..result import CA_STATES, RunResult, jain_index
 from ..scenario import Scenario, load_scenario
 from .link import LinkEmulator
+from .clamp import CwndClamp
+from .knobs import CubicModuleParams, cubic_module_params, namespace_sysctls, set_initcwnd
 from .netns import KernelUnavailable, Namespaces, address_tun, require_root, set_sysctls
 
 __all__ = ["run_kernel", "parity", "KERNEL_ALGORITHMS"]
@@ -43,24 +46,29 @@ def parity(sc: Scenario) -> list[str]:
         if f["cc"] not in KERNEL_ALGORITHMS:
             problems.append(f"{where}.cc = {f['cc']!r}: this kernel has only {', '.join(KERNEL_ALGORITHMS)}; "
                             "use the simulator backend for it")
-        if f["cc_params"]:
-            problems.append(f"{where}.cc_params: per-flow tunables are simulator-only (the kernel's are global "
-                            "module parameters); use the simulator backend")
-        if f["max_cwnd_pkts"]:
-            problems.append(f"{where}.max_cwnd_pkts = {f['max_cwnd_pkts']}: the per-flow window cap needs the BPF "
-                            "clamp, not built yet; set it to 0 or use the simulator backend")
+        if f["cc_params"] and f["cc"] != "cubic":
+            problems.append(f"{where}.cc_params: {f['cc']}'s tunables are not module parameters of this kernel; "
+                            "use the simulator backend")
         for key, ok, msg in (
             ("delayed_ack", True, "the receiver's delayed ACKs cannot be turned off"),
             ("tlp", True, "tail loss probes cannot be turned off per flow"),
-            ("initial_cwnd_pkts", 10, "only the default initial window (10) is applied"),
             ("rwnd_bytes", 0, "a fixed receive window is simulator-only"),
             ("rto_initial_ms", 1000.0, "the initial RTO is the kernel's (1 s)"),
             ("rto_max_ms", 120000.0, "the maximum RTO is the kernel's (120 s)"),
         ):
             if f[key] != ok:
                 problems.append(f"{where}.{key} = {f[key]}: {msg}; use the simulator backend")
-    if d["sim"]["trace"] != "interval":
-        pass  # the kernel is always sampled (TCP_INFO every trace_interval_ms); not an error
+        for j, g in enumerate(d["flows"][:i]):
+            if g["sender"] == f["sender"]:
+                for key, what in (("initial_cwnd_pkts", "a route metric of the sender's route"),
+                                  ("rto_min_ms", "a sysctl of the sender's namespace"),
+                                  ("sack", "a sysctl of the sender's namespace"),
+                                  ("timestamps", "a sysctl of the sender's namespace"),
+                                  ("frto", "a sysctl of the sender's namespace")):
+                    if g[key] != f[key]:
+                        problems.append(f"{where}.{key} = {f[key]} differs from flows[{j}] on the same sender: on "
+                                        f"the kernel it is {what}; give the flows their own senders")
+    problems += cubic_module_params(d["flows"])[1]
     return problems
 
 
@@ -124,21 +132,25 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
         ns = {h: nss.names[v] for h, v in hosts.items()}
         spec, addr = _spec(d, ns, Path(tmp) / "link-stats.json")
         knobs: dict[str, dict[str, str]] = {}
+        kernel = sc.kernel.model_dump()
         for f in d["flows"]:
             for host in (f["sender"], f["receiver"]):
-                k = {"net/ipv4/tcp_no_metrics_save": "1", "net/ipv4/tcp_sack": str(int(f["sack"])),
-                     "net/ipv4/tcp_timestamps": str(int(f["timestamps"])),
-                     "net/ipv4/tcp_rto_min_us": str(int(f["rto_min_ms"] * 1000))}
-                if host == f["sender"]:
-                    k["net/ipv4/tcp_frto"] = "2" if f["frto"] else "0"
-                knobs.setdefault(ns[host], {}).update(k)
+                knobs.setdefault(ns[host], {}).update(namespace_sysctls(f, kernel, sender=host == f["sender"]))
         for name, k in knobs.items():
-            set_sysctls(name, {key: v for key, v in k.items() if Path("/proc/sys", key).exists() or True})
-        with LinkEmulator(spec) as emu:
+            set_sysctls(name, k)
+        cubic_params = cubic_module_params(d["flows"])[0]
+        caps = {_BASE_PORT + k: f["max_cwnd_pkts"] for k, f in enumerate(d["flows"]) if f["max_cwnd_pkts"]}
+        with LinkEmulator(spec) as emu, CubicModuleParams(cubic_params), \
+                (CwndClamp(f"run{run_id}", caps) if caps else contextlib.nullcontext()) as clamp:
             for h in d["senders"]:
                 address_tun(ns[h["name"]], "cl0", addr[h["name"]], "10.78.0.1", 16)
             for h in d["receivers"]:
                 address_tun(ns[h["name"]], "cl0", addr[h["name"]], "10.77.0.1", 16)
+            initcwnd = {f["sender"]: f["initial_cwnd_pkts"] for f in d["flows"]}
+            for host, n in initcwnd.items():
+                if n != 10:
+                    set_initcwnd(ns[host], "cl0", n)
+                    knobs[ns[host]]["route initcwnd"] = str(n)
             procs = []
             for k, f in enumerate(d["flows"]):
                 ready = Path(tmp) / f"ready{k}"
@@ -158,7 +170,8 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                         "--size", str(f["size_bytes"]), "--interval-ms", str(interval_ms),
                         "--out", str(Path(tmp) / f"flow{k}.csv")]
                 senders.append((k, f, subprocess.Popen(_netns_exec(ns[f["sender"]], *args), stdout=subprocess.PIPE,
-                                                       stderr=subprocess.PIPE, text=True)))
+                                                       stderr=subprocess.PIPE, text=True,
+                                                       preexec_fn=clamp.preexec if clamp else None)))
             totals = {}
             for k, f, p in senders:
                 out, errtxt = p.communicate(timeout=d["duration_s"] + 60)
@@ -169,17 +182,22 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
             for _, _, r in procs:
                 r.communicate(timeout=30)
             link_stats = emu.stop()
+            clamp_status = clamp.close() if clamp else None
         frames = []
         for k, f in enumerate(d["flows"]):
             df = pd.read_csv(Path(tmp) / f"flow{k}.csv")
             df["t_s"] = df["t_s"] + f["start_s"]
             df.insert(0, "flow", f["name"])
             frames.append(df)
-    return _result(sc, d, frames, totals, link_stats, knobs, time.perf_counter() - t_wall, __version__)
+    extra = {"global_knobs": {"tcp_cubic": cubic_params} if cubic_params else {},
+             "cwnd_clamp": None if clamp_status is None else {"caps_by_port": clamp_status["caps"],
+                                                              "applied_pkts": clamp_status["applied"]}}
+    return _result(sc, d, frames, totals, link_stats, knobs, extra, time.perf_counter() - t_wall, __version__)
 
 
 def _result(sc: Scenario, d: dict[str, Any], frames: list[pd.DataFrame], totals: dict[int, dict[str, Any]],
-            link_stats: dict[str, Any], knobs: dict[str, dict[str, str]], wall_s: float, version: str) -> RunResult:
+            link_stats: dict[str, Any], knobs: dict[str, dict[str, str]], extra: dict[str, Any], wall_s: float,
+            version: str) -> RunResult:
     names = [f["name"] for f in d["flows"]]
     flows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     n = len(flows)
@@ -213,7 +231,7 @@ def _result(sc: Scenario, d: dict[str, Any], frames: list[pd.DataFrame], totals:
                      "mean_srtt_ms": float(frames[k]["srtt_ms"].mean())})
     summary = {
         "cclab_version": version, "backend": "kernel", "seed": sc.seed, "scenario": sc.as_run(), "flows": fsum,
-        "links": link_stats, "knobs": knobs, "kernel": os.uname().release,
+        "links": link_stats, "knobs": knobs, **extra, "kernel": os.uname().release,
         "run": {"wall_time_s": wall_s, "jain_index": jain_index([f["goodput_bps"] for f in fsum])},
     }
     links = pd.DataFrame(columns=["run", "link", "t_s", "queue_pkts", "queue_bytes", "drops", "tx_bytes"])

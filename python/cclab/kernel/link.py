@@ -17,13 +17,14 @@ from __future__ import annotations
 import json
 import os
 import selectors
-import shutil
 import signal
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from . import binaries
 
 __all__ = ["LinkEmulator", "LinkEmulatorError", "find_binary"]
 
@@ -35,25 +36,12 @@ class LinkEmulatorError(RuntimeError):
     """cclab-link is missing, refused its spec or its setup, or did not stop cleanly."""
 
 
-def _repo_root() -> Path:
-    return Path(__file__).resolve().parents[3]
-
-
 def find_binary() -> Path:
     """``$CCLAB_LINK``, else the workspace's target/release/cclab-link, else PATH."""
-    env = os.environ.get("CCLAB_LINK")
-    if env:
-        p = Path(env)
-        if p.is_file() and os.access(p, os.X_OK):
-            return p
-        raise LinkEmulatorError(f"CCLAB_LINK={env} is not an executable file")
-    local = _repo_root() / "target" / "release" / BINARY
-    if local.is_file() and os.access(local, os.X_OK):
-        return local
-    found = shutil.which(BINARY)
-    if found:
-        return Path(found)
-    raise LinkEmulatorError(f"{BINARY} not found (looked at {local} and PATH): {BUILD_HINT}")
+    try:
+        return binaries.find_binary(BINARY, "CCLAB_LINK", BUILD_HINT)
+    except binaries.BinaryMissing as e:
+        raise LinkEmulatorError(str(e)) from None
 
 
 class LinkEmulator:

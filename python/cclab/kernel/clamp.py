@@ -1,0 +1,224 @@
+"""A per-flow congestion-window cap on the real kernel (the papers' "max window").
+
+``CwndClamp`` makes a cgroup v2 directory ``cclab-<name>``, starts ``cclab-cwnd-clamp``
+(crates/cclab-bpf: a BPF sock_ops program calling ``bpf_setsockopt(TCP_BPF_SNDCWND_CLAMP)``) on
+it, and caps every TCP socket of the processes put in that cgroup whose remote (else local) port
+has a cap::
+
+    with CwndClamp("run1", {5201: 20}) as clamp:
+        subprocess.Popen(cmd, preexec_fn=clamp.preexec)   # the child and its children are capped
+        clamp.set(5201, 40)                               # taken on the next ACK
+    # detached, cgroup removed
+
+The S1 middleware uses the same object to move caps while flows run. Kernel semantics (Linux
+6.18, net/core/filter.c bpf_sol_tcp_setsockopt): the call sets ``snd_cwnd_clamp`` and also
+``snd_ssthresh`` to the cap, so it is applied once per socket per value, at establishment or on
+the first ACK after a change. A cgroup is needed because sock_ops programs attach to cgroups;
+``ip netns exec`` keeps the cgroup of the process that runs it, so join first, then enter the
+namespace (``preexec`` does the joining).
+"""
+
+from __future__ import annotations
+
+import json
+import selectors
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from . import binaries
+from .netns import require_root
+
+__all__ = ["CwndClamp", "ClampError", "cgroup2_root", "clean_cgroups"]
+
+BINARY = "cclab-cwnd-clamp"
+BUILD_HINT = "build it with `cargo build --release -p cclab-bpf` (part of `make setup-test`; needs clang, libbpf-dev)"
+PREFIX = "cclab-"
+
+
+class ClampError(RuntimeError):
+    """The clamp could not be attached or updated (message names the cause)."""
+
+
+def cgroup2_root() -> Path:
+    """Where the cgroup v2 hierarchy is mounted (``/sys/fs/cgroup`` or ``.../unified``)."""
+    for line in Path("/proc/mounts").read_text().splitlines():
+        parts = line.split()
+        if len(parts) > 2 and parts[2] == "cgroup2":
+            return Path(parts[1])
+    raise ClampError("no cgroup v2 hierarchy is mounted (the BPF clamp attaches to a cgroup v2 directory): "
+                     "mount one with `mount -t cgroup2 none /sys/fs/cgroup/unified`")
+
+
+def _evacuate_and_remove(cg: Path) -> None:
+    """Move what is left in ``cg`` to the root cgroup and remove the directory."""
+    procs = cg / "cgroup.procs"
+    if procs.exists():
+        for pid in procs.read_text().split():
+            try:
+                (cg.parent / "cgroup.procs").write_text(pid)
+            except OSError:
+                pass  # exited meanwhile
+    for _ in range(50):
+        try:
+            cg.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.02)  # a process is still leaving
+    cg.rmdir()
+
+
+def clean_cgroups() -> list[str]:
+    """Remove leftover ``cclab-*`` cgroups (after a crash). Returns their names."""
+    try:
+        root = cgroup2_root()
+    except ClampError:
+        return []
+    removed = []
+    for cg in sorted(root.glob(PREFIX + "*")):
+        if cg.is_dir():
+            try:
+                _evacuate_and_remove(cg)
+                removed.append(cg.name)
+            except OSError:
+                pass
+    return removed
+
+
+class CwndClamp:
+    """One running ``cclab-cwnd-clamp`` on its own cgroup; a context manager."""
+
+    def __init__(self, name: str, caps: dict[int, int] | None = None, *, binary: Path | None = None,
+                 ready_timeout_s: float = 10.0) -> None:
+        if not name or not all(c.isalnum() or c in "-_" for c in name):
+            raise ValueError(f"CwndClamp name must be letters, digits, '-' or '_', got {name!r}")
+        for port, cap in (caps or {}).items():
+            _check(port, cap)
+        self.name = name
+        self.initial = dict(caps or {})
+        self.binary = binary
+        self.ready_timeout_s = ready_timeout_s
+        self.cgroup: Path | None = None
+        self.proc: subprocess.Popen[str] | None = None
+        self.final_status: dict[str, Any] | None = None
+
+    def start(self) -> CwndClamp:
+        require_root()
+        try:
+            binary = self.binary or binaries.find_binary(BINARY, "CCLAB_CWND_CLAMP", BUILD_HINT)
+        except binaries.BinaryMissing as e:
+            raise ClampError(str(e)) from None
+        self.cgroup = cgroup2_root() / f"{PREFIX}{self.name}"
+        self.cgroup.mkdir(exist_ok=True)
+        args = [str(binary), "--cgroup", str(self.cgroup)]
+        for port, cap in self.initial.items():
+            args += ["--set", f"{port}={cap}"]
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+        line = self._read_line(self.ready_timeout_s)
+        if line is None or json.loads(line).get("ready") is not True:
+            self._kill()
+            err = self.proc.stderr.read().strip() if self.proc.stderr else ""
+            self._remove_cgroup()
+            raise ClampError(f"{BINARY} did not attach: {err or line!r}")
+        return self
+
+    def preexec(self) -> None:
+        """For ``subprocess.Popen(preexec_fn=...)``: put the child in the clamp's cgroup."""
+        assert self.cgroup is not None
+        (self.cgroup / "cgroup.procs").write_text("0")
+
+    def join(self, pid: int) -> None:
+        """Put a running process (and its future children) in the clamp's cgroup."""
+        if self.cgroup is None:
+            raise ClampError("the clamp is not started")
+        (self.cgroup / "cgroup.procs").write_text(str(pid))
+
+    def set(self, port: int, cap_pkts: int) -> None:
+        """Cap sockets on ``port`` at ``cap_pkts`` packets (running ones on their next ACK)."""
+        _check(port, cap_pkts)
+        self._command(f"set {port} {cap_pkts}")
+
+    def remove(self, port: int) -> None:
+        """Stop capping new sockets on ``port`` (running ones keep their cap)."""
+        _check(port, 1)
+        self._command(f"remove {port}")
+
+    def status(self) -> dict[str, Any]:
+        """``{"caps": {port: cap}, "applied": [cap per socket capped so far]}``."""
+        return _status(self._command("status"))
+
+    def close(self) -> dict[str, Any] | None:
+        """Detach, remove the cgroup; returns the last status."""
+        if self.proc is not None and self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            line = self._read_line(5.0)
+            if line:
+                self.final_status = _status(json.loads(line))
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._kill()
+        if self.proc is not None:
+            for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+                if f is not None and not f.closed:
+                    try:
+                        f.close()
+                    except BrokenPipeError:
+                        pass
+        self._remove_cgroup()
+        return self.final_status
+
+    def __enter__(self) -> CwndClamp:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _command(self, line: str) -> dict[str, Any]:
+        if self.proc is None or self.proc.poll() is not None:
+            raise ClampError(f"{BINARY} is not running")
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        reply = self._read_line(5.0)
+        if reply is None:
+            raise ClampError(f"{BINARY} did not answer {line!r}")
+        out = json.loads(reply)
+        if "error" in out:
+            raise ClampError(out["error"])
+        return out
+
+    def _read_line(self, timeout_s: float) -> str | None:
+        assert self.proc is not None and self.proc.stdout is not None
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            if not sel.select(timeout_s):
+                return None
+        line = self.proc.stdout.readline()
+        return line or None
+
+    def _kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def _remove_cgroup(self) -> None:
+        if self.cgroup is not None and self.cgroup.exists():
+            _evacuate_and_remove(self.cgroup)
+
+
+def _check(port: int, cap: int) -> None:
+    if not isinstance(port, int) or not 0 < port < 65536:
+        raise ValueError(f"port must be 1..65535, got {port!r}")
+    if not isinstance(cap, int) or not 0 < cap < 2**31:
+        raise ValueError(f"cap_pkts must be 1..2147483647 packets, got {cap!r}")
+
+
+def _status(raw: dict[str, Any]) -> dict[str, Any]:
+    return {"caps": {int(p): c for p, c in raw["caps"].items()}, "applied": sorted(raw["applied"])}
+
