@@ -47,6 +47,13 @@ def test_lossless_cubic_fills_the_link_and_traces_tcp_info(tmp_path):
     assert np.nanmedian(f["min_rtt_ms"]) == pytest.approx(100.0, abs=1.0)
     assert f["t_s"].diff().median() == pytest.approx(0.01, abs=0.002)
     assert r.summary["backend"] == "kernel" and r.summary["knobs"]
+    # The links table, sampled by cclab-link in the simulator's columns and link names.
+    lk = r.links
+    assert list(lk["link"].cat.categories) == ["bottleneck.fwd", "bottleneck.rev"]
+    fwd = lk[lk["link"] == "bottleneck.fwd"]
+    assert fwd["t_s"].diff().median() == pytest.approx(0.01, abs=0.001)
+    assert 0 < fwd["queue_pkts"].max() <= 200 and fwd["tx_bytes"].is_monotonic_increasing
+    assert fwd["drops"].iloc[-1] <= r.summary["links"]["links"][0]["dropped_queue_pkts"]
     paths = r.write(tmp_path / "out")
     assert paths["traces"].is_file() and Path(paths["cwnd"]).stat().st_size > 10_000
     assert not [n for n in netns.list_namespaces() if n.startswith("cclab-") and "kpath" in n]

@@ -7,6 +7,7 @@
 use crate::clock::Clock;
 use crate::router::{Out, Router};
 use crate::spec::Spec;
+use crate::series::LinkSeries;
 use crate::stats::stats_json;
 use crate::tun::{open_tun, TunError};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
@@ -121,6 +122,11 @@ pub fn run(spec: &Spec, opts: &Options) -> Result<(), EmuError> {
         None => None,
     };
 
+    let mut series = match &spec.links_path {
+        Some(p) => Some(LinkSeries::create(p, spec.links_interval_ns)?),
+        None => None,
+    };
+
     go_realtime(opts.rt_priority);
     // SAFETY: setpriority on this process; failure only leaves the nice value as it was.
     if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, opts.nice) } != 0 {
@@ -144,8 +150,14 @@ pub fn run(spec: &Spec, opts: &Options) -> Result<(), EmuError> {
     let mut stop = false;
     while !stop {
         // Sleep until a TUN is readable, the timer fires, a signal or stdin EOF.
-        let next = router.next_event_ns();
         let now = clock.now_ns();
+        if let Some(s) = series.as_mut() {
+            s.sample(now, &mut router)?;
+        }
+        let next = match (router.next_event_ns(), series.as_ref().map(LinkSeries::next_ns)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let timeout = match next {
             Some(t) if t <= now + SPIN_NS => EpollTimeout::ZERO,
             Some(t) => {
@@ -229,6 +241,9 @@ pub fn run(spec: &Spec, opts: &Options) -> Result<(), EmuError> {
     if let Some(w) = ts_out.as_mut() {
         let p = spec.timestamps_path.clone().unwrap_or_default();
         w.flush().map_err(|e| EmuError::Io(p, e))?;
+    }
+    if let Some(s) = series {
+        s.finish()?;
     }
     let doc = stats_json(&router, duration_s, behind_events);
     let text = serde_json::to_string_pretty(&doc).unwrap_or_default();

@@ -9,11 +9,12 @@
 //! - [`router`]: routing and the models, without I/O (unit-tested).
 //! - [`tun`]: opening a TUN inside a namespace.
 //! - [`emu`]: the epoll/timerfd loop.
-//! - [`stats`], [`clock`].
+//! - [`stats`], [`series`] (the links table), [`clock`].
 
 pub mod clock;
 pub mod emu;
 pub mod router;
+pub mod series;
 pub mod spec;
 pub mod stats;
 pub mod tun;

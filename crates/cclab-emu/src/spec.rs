@@ -59,6 +59,12 @@ struct RawSpec {
     stats_path: Option<String>,
     #[serde(default)]
     timestamps_path: Option<String>,
+    /// Where to write each link's queue every `links_interval_ms` (CSV, the simulator's links
+    /// table: t_s, link, queue_pkts, queue_bytes, drops, tx_bytes); none by default.
+    #[serde(default)]
+    links_path: Option<String>,
+    #[serde(default = "ten")]
+    links_interval_ms: f64,
     /// Whether cclab-link sets each device up with txqueuelen 10000 itself (default true).
     #[serde(default = "yes")]
     configure_devices: bool,
@@ -66,6 +72,9 @@ struct RawSpec {
 
 fn one() -> u64 {
     1
+}
+fn ten() -> f64 {
+    10.0
 }
 fn yes() -> bool {
     true
@@ -95,6 +104,9 @@ pub struct Spec {
     pub routes: Vec<Route>,
     pub stats_path: Option<String>,
     pub timestamps_path: Option<String>,
+    pub links_path: Option<String>,
+    /// Sampling period of `links_path`, ns.
+    pub links_interval_ns: u64,
     pub configure_devices: bool,
 }
 
@@ -193,6 +205,12 @@ impl Spec {
                 links: ls,
             });
         }
+        if !(raw.links_interval_ms.is_finite() && raw.links_interval_ms >= 0.1) {
+            return Err(err(
+                "links_interval_ms",
+                format!("{}: a period of at least 0.1 ms", raw.links_interval_ms),
+            ));
+        }
         Ok(Spec {
             seed: raw.seed,
             ports: raw.ports,
@@ -200,6 +218,8 @@ impl Spec {
             routes,
             stats_path: raw.stats_path,
             timestamps_path: raw.timestamps_path,
+            links_path: raw.links_path,
+            links_interval_ns: (raw.links_interval_ms * 1e6).round() as u64,
             configure_devices: raw.configure_devices,
         })
     }
@@ -377,5 +397,19 @@ mod tests {
         assert!(matches!(c.loss, LossModel::GilbertElliott { .. }));
         assert_eq!(c.outages[0].start_ns, 1_000_000_000);
         assert_eq!(c.delay_spikes[0].extra_delay_ns, 30_000_000);
+    }
+
+    #[test]
+    fn the_links_series_period_is_checked() {
+        let s = Spec::parse(EXAMPLE).unwrap();
+        assert_eq!((s.links_path.as_deref(), s.links_interval_ns), (None, 10_000_000));
+        let text = EXAMPLE.replace(
+            "\"timestamps_path\": null",
+            "\"timestamps_path\": null, \"links_path\": \"/tmp/l.csv\", \"links_interval_ms\": 2.5",
+        );
+        let s = Spec::parse(&text).unwrap();
+        assert_eq!((s.links_path.as_deref(), s.links_interval_ns), (Some("/tmp/l.csv"), 2_500_000));
+        let bad = text.replace("2.5", "0");
+        assert_eq!(Spec::parse(&bad).unwrap_err().field, "links_interval_ms");
     }
 }

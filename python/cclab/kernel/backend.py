@@ -84,8 +84,9 @@ def _spec(d: dict[str, Any], ns: dict[str, str], stats_path: Path) -> tuple[dict
         links.append({"name": name, **{k: v for k, v in spec.items() if v is not None}})
         return name
 
-    bfwd = link("bottleneck", d["bottleneck"]["fwd"])
-    brev = link("bottleneck.reverse", d["bottleneck"]["rev"])
+    # The simulator's link names: the emulator seeds each link's random stream from its name.
+    bfwd = link("bottleneck.fwd", d["bottleneck"]["fwd"])
+    brev = link("bottleneck.rev", d["bottleneck"]["rev"])
     access: dict[str, tuple[str | None, str | None]] = {}
     for role, hosts, net in (("s", d["senders"], 77), ("r", d["receivers"], 78)):
         for i, h in enumerate(hosts):
@@ -103,7 +104,9 @@ def _spec(d: dict[str, Any], ns: dict[str, str], stats_path: Path) -> tuple[dict
             rf, rr = access[r["name"]]
             routes.append({"from": f"s{i}", "to": f"r{j}", "links": [x for x in (sf, bfwd, rf) if x]})
             routes.append({"from": f"r{j}", "to": f"s{i}", "links": [x for x in (rr, brev, sr) if x]})
-    spec = {"seed": d["seed"], "ports": ports, "links": links, "routes": routes, "stats_path": str(stats_path)}
+    spec = {"seed": d["seed"], "ports": ports, "links": links, "routes": routes, "stats_path": str(stats_path),
+            "links_path": str(stats_path.with_name("links.csv")),
+            "links_interval_ms": d["sim"]["trace_interval_ms"]}
     return spec, addr
 
 
@@ -183,6 +186,9 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                 r.communicate(timeout=30)
             link_stats = emu.stop()
             clamp_status = clamp.close() if clamp else None
+        links = pd.read_csv(spec["links_path"])
+        links["t_s"] -= t0 - emu.ready_monotonic  # the emulator counts from its start, the flows from t0
+        links = links[(links["t_s"] >= 0) & (links["t_s"] <= d["duration_s"])]
         frames = []
         for k, f in enumerate(d["flows"]):
             df = pd.read_csv(Path(tmp) / f"flow{k}.csv")
@@ -192,11 +198,12 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
     extra = {"global_knobs": {"tcp_cubic": cubic_params} if cubic_params else {},
              "cwnd_clamp": None if clamp_status is None else {"caps_by_port": clamp_status["caps"],
                                                               "applied_pkts": clamp_status["applied"]}}
-    return _result(sc, d, frames, totals, link_stats, knobs, extra, time.perf_counter() - t_wall, __version__)
+    return _result(sc, d, frames, totals, link_stats, links, knobs, extra, time.perf_counter() - t_wall,
+                   __version__)
 
 
 def _result(sc: Scenario, d: dict[str, Any], frames: list[pd.DataFrame], totals: dict[int, dict[str, Any]],
-            link_stats: dict[str, Any], knobs: dict[str, dict[str, str]], extra: dict[str, Any], wall_s: float,
+            link_stats: dict[str, Any], links_csv: pd.DataFrame, knobs: dict[str, dict[str, str]], extra: dict[str, Any], wall_s: float,
             version: str) -> RunResult:
     names = [f["name"] for f in d["flows"]]
     flows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -234,5 +241,10 @@ def _result(sc: Scenario, d: dict[str, Any], frames: list[pd.DataFrame], totals:
         "links": link_stats, "knobs": knobs, **extra, "kernel": os.uname().release,
         "run": {"wall_time_s": wall_s, "jain_index": jain_index([f["goodput_bps"] for f in fsum])},
     }
-    links = pd.DataFrame(columns=["run", "link", "t_s", "queue_pkts", "queue_bytes", "drops", "tx_bytes"])
+    names = [x["name"] for x in link_stats["links"]]
+    links = pd.DataFrame({
+        "run": pd.Categorical([sc.name] * len(links_csv)),
+        "link": pd.Categorical(links_csv["link"], categories=names),
+        **{c: links_csv[c].to_numpy() for c in ("t_s", "queue_pkts", "queue_bytes", "drops", "tx_bytes")},
+    })
     return RunResult(scenario=sc, seed=sc.seed, flows=flows, links=links, events=events, summary=summary)

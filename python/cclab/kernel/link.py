@@ -106,6 +106,8 @@ class LinkEmulator:
             self._kill()
             self._close()
             raise LinkEmulatorError(f"{BINARY} said {line!r} instead of 'ready'")
+        #: time.monotonic() at ``ready``: the emulator's time zero (links_path rows), within ~1 ms.
+        self.ready_monotonic = time.monotonic()
         return self
 
     def stop(self, timeout_s: float = 10.0) -> dict[str, Any]:
