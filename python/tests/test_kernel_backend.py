@@ -144,3 +144,20 @@ def test_module_beta_sets_the_reduction_on_the_kernel():
     assert beta_file.read_text() == before
     assert ratios[0.7] == pytest.approx(0.7, abs=0.03)
     assert ratios[0.85] == pytest.approx(0.85, abs=0.03)
+
+
+@root_only
+def test_an_outage_gives_the_simulators_timeouts_at_the_same_time():
+    """The emulator's time zero is the flows' (cclab-link `start`), so a scheduled outage hits
+    both backends at the same moment: same RTO count (tcpi_total_rto), first RTO within 30 ms."""
+    sc = {**_path(0.0, 8), "bottleneck": {"rate_bps": "20Mbps", "delay_ms": 50, "queue_pkts": 200,
+                                          "outages": [{"start_s": 3, "duration_s": 2}]}}
+    k = run_kernel(sc)
+    s = cclab.simulate(sc)
+    assert k.summary["flows"][0]["rto_count"] == s.summary["flows"][0]["rto_count"] >= 1
+    t_sim = s.events[s.events["kind"] == "rto"]["t_s"].min()
+    t_kernel = k.events[k.events["kind"] == "rto"]["t_s"].min()  # sampled every 10 ms
+    assert abs(t_kernel - t_sim) < 0.03, (t_kernel, t_sim)
+    lk = k.links[k.links["link"] == "bottleneck.fwd"]
+    during = lk[(lk["t_s"] > 3.1) & (lk["t_s"] < 4.9)]["tx_bytes"]
+    assert during.max() == during.min()  # nothing crosses the link during the outage

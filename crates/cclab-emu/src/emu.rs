@@ -133,7 +133,8 @@ pub fn run(spec: &Spec, opts: &Options) -> Result<(), EmuError> {
         eprintln!("cclab-link: warning: nice {} refused", opts.nice);
     }
     let mut router = Router::new(spec);
-    let clock = Clock::start();
+    let mut clock = Clock::start();
+    let mut cmd: Vec<u8> = Vec::new();
     {
         let mut out = io::stdout().lock();
         let _ = writeln!(out, "ready");
@@ -193,7 +194,20 @@ pub fn run(spec: &Spec, opts: &Options) -> Result<(), EmuError> {
                     let mut b = [0u8; 256];
                     match nix::unistd::read(&stdin, &mut b) {
                         Ok(0) => stop = true,
-                        Err(nix::Error::EAGAIN) | Err(nix::Error::EINTR) | Ok(_) => {}
+                        Ok(n) => {
+                            cmd.extend_from_slice(&b[..n]);
+                            while let Some(end) = cmd.iter().position(|&c| c == b'\n') {
+                                let line: Vec<u8> = cmd.drain(..=end).collect();
+                                if line.trim_ascii() == b"start" {
+                                    let reply = restart_clock(&mut clock, &mut router, spec, series.as_mut());
+                                    armed = None;
+                                    let mut out = io::stdout().lock();
+                                    let _ = writeln!(out, "{reply}");
+                                    let _ = out.flush();
+                                }
+                            }
+                        }
+                        Err(nix::Error::EAGAIN) | Err(nix::Error::EINTR) => {}
                         Err(_) => stop = true,
                     }
                 }
@@ -252,6 +266,28 @@ pub fn run(spec: &Spec, opts: &Options) -> Result<(), EmuError> {
         None => eprintln!("{text}"),
     }
     Ok(())
+}
+
+/// The `start` command: time zero becomes now, so outages, delay spikes, capacity traces and
+/// the links series count from the moment the caller starts its traffic. The links are built
+/// afresh (the model keeps times, such as when its transmitter is next free, that must not
+/// outlive the old clock) and the counters restart: the stats describe the run from `start`.
+/// Refused while a packet is inside a link.
+fn restart_clock(
+    clock: &mut Clock,
+    router: &mut Router,
+    spec: &Spec,
+    series: Option<&mut LinkSeries>,
+) -> &'static str {
+    if router.links.iter().any(|l| !l.is_empty()) {
+        return "error: packets are inside the links; send start before any traffic";
+    }
+    *router = Router::new(spec);
+    *clock = Clock::start();
+    match series.map(LinkSeries::restart) {
+        Some(Err(_)) => "error: cannot truncate links_path",
+        _ => "started",
+    }
 }
 
 /// Hand the router `now`, write what it releases; returns the largest lateness, ns.

@@ -4,10 +4,12 @@
 //! run goes; t_s counts from the emulator's `ready`.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 
 use crate::emu::EmuError;
 use crate::router::Router;
+
+const HEADER: &str = "t_s,link,queue_pkts,queue_bytes,drops,tx_bytes\n";
 
 pub struct LinkSeries {
     w: BufWriter<File>,
@@ -25,8 +27,19 @@ impl LinkSeries {
             interval_ns: interval_ns.max(1),
             next_ns: 0,
         };
-        writeln!(s.w, "t_s,link,queue_pkts,queue_bytes,drops,tx_bytes").map_err(|e| s.fail(e))?;
+        s.w.write_all(HEADER.as_bytes()).map_err(|e| s.fail(e))?;
         Ok(s)
+    }
+
+    /// Sample from time zero again (the clock was restarted): rows so far are dropped.
+    pub fn restart(&mut self) -> Result<(), EmuError> {
+        self.next_ns = 0;
+        self.w.flush().map_err(|e| self.fail(e))?;
+        let f = self.w.get_mut();
+        f.set_len(HEADER.len() as u64)
+            .and_then(|_| f.seek(SeekFrom::Start(HEADER.len() as u64)))
+            .map(|_| ())
+            .map_err(|e| self.fail(e))
     }
 
     /// When the next sample is due, ns of the emulator's clock.

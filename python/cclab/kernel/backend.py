@@ -164,17 +164,30 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                 while not ready.exists() and time.monotonic() < t_end:
                     time.sleep(0.01)
                 procs.append((k, f, rcv))
-            t0 = time.monotonic()
+            # Every sender starts now and waits for the run's time zero; zero is the emulator's
+            # zero too, so outages, delay spikes and capacity traces line up with the flows.
+            go = Path(tmp) / "go"
             senders = []
-            for k, f, _ in sorted(procs, key=lambda p: p[1]["start_s"]):
-                time.sleep(max(0.0, t0 + f["start_s"] - time.monotonic()))
+            for k, f, _ in procs:
+                ready = Path(tmp) / f"sender-ready{k}"
                 args = ["send", "--dst", addr[f["receiver"]], "--port", str(_BASE_PORT + k), "--cc", f["cc"],
-                        "--mss", str(f["mss_bytes"]), "--duration", str(d["duration_s"] - f["start_s"]),
+                        "--mss", str(f["mss_bytes"]), "--go-file", str(go), "--ready-file", str(ready),
+                        "--start-s", str(f["start_s"]), "--until-s", str(d["duration_s"]),
                         "--size", str(f["size_bytes"]), "--interval-ms", str(interval_ms),
                         "--out", str(Path(tmp) / f"flow{k}.csv")]
                 senders.append((k, f, subprocess.Popen(_netns_exec(ns[f["sender"]], *args), stdout=subprocess.PIPE,
                                                        stderr=subprocess.PIPE, text=True,
                                                        preexec_fn=clamp.preexec if clamp else None)))
+            t_end = time.monotonic() + 30
+            while not all((Path(tmp) / f"sender-ready{k}").exists() for k, _, _ in senders):
+                if time.monotonic() > t_end or any(p.poll() is not None for _, _, p in senders):
+                    raise RuntimeError("a sender did not start: " + "; ".join(
+                        p.communicate()[1].strip()[-300:] for _, _, p in senders if p.poll() is not None))
+                time.sleep(0.005)
+            t0 = emu.start_clock()
+            tmp_go = go.with_suffix(".tmp")
+            tmp_go.write_text(repr(t0))
+            tmp_go.rename(go)
             totals = {}
             for k, f, p in senders:
                 out, errtxt = p.communicate(timeout=d["duration_s"] + 60)
@@ -187,12 +200,10 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
             link_stats = emu.stop()
             clamp_status = clamp.close() if clamp else None
         links = pd.read_csv(spec["links_path"])
-        links["t_s"] -= t0 - emu.ready_monotonic  # the emulator counts from its start, the flows from t0
         links = links[(links["t_s"] >= 0) & (links["t_s"] <= d["duration_s"])]
         frames = []
         for k, f in enumerate(d["flows"]):
             df = pd.read_csv(Path(tmp) / f"flow{k}.csv")
-            df["t_s"] = df["t_s"] + f["start_s"]
             df.insert(0, "flow", f["name"])
             frames.append(df)
     extra = {"global_knobs": {"tcp_cubic": cubic_params} if cubic_params else {},
@@ -233,7 +244,8 @@ def _result(sc: Scenario, d: dict[str, Any], frames: list[pd.DataFrame], totals:
         acked = max(0, int(t["bytes_acked"]) - 1)
         fsum.append({"flow": f["name"], "goodput_bps": acked * 8 / max(t["elapsed_s"], 1e-9),
                      "delivered_bytes": acked, "retrans_pkts": int(t["total_retrans"]),
-                     "rto_count": int(kinds.get("rto", 0)), "fast_retransmit_count": int(kinds.get("fast_retransmit", 0)),
+                     "rto_count": int(t["total_rto"]),  # tcpi_total_rto: exact, unlike sampled ca_state
+                     "fast_retransmit_count": int(kinds.get("fast_retransmit", 0)),
                      "start_s": t["start_s"], "mean_cwnd_pkts": float(frames[k]["cwnd_pkts"].mean()),
                      "mean_srtt_ms": float(frames[k]["srtt_ms"].mean())})
     summary = {

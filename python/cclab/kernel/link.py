@@ -106,9 +106,35 @@ class LinkEmulator:
             self._kill()
             self._close()
             raise LinkEmulatorError(f"{BINARY} said {line!r} instead of 'ready'")
-        #: time.monotonic() at ``ready``: the emulator's time zero (links_path rows), within ~1 ms.
+        #: time.monotonic() of the emulator's time zero (links_path rows; see start_clock), ~1 ms.
         self.ready_monotonic = time.monotonic()
         return self
+
+    def start_clock(self, timeout_s: float = 5.0) -> float:
+        """Make now the emulator's time zero (outages, delay spikes, capacity traces and the
+        links series count from it); call right before the traffic starts, while the links are
+        empty. Returns the time.monotonic() of the new zero (within ~0.1 ms)."""
+        if self.proc is None or self.proc.poll() is not None or self.proc.stdin is None:
+            raise LinkEmulatorError(f"{BINARY} is not running")
+        assert self.proc.stdout is not None
+        t_sent = time.monotonic()
+        self.proc.stdin.write(b"start\n")
+        self.proc.stdin.flush()
+        line = b""
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            while not line.endswith(b"\n"):
+                if not sel.select(timeout_s):
+                    raise LinkEmulatorError(f"{BINARY} did not answer 'start' within {timeout_s} s")
+                chunk = os.read(self.proc.stdout.fileno(), 256)
+                if not chunk:
+                    raise LinkEmulatorError(f"{BINARY} exited: {self._err_text()}")
+                line += chunk
+        t_got = time.monotonic()
+        if line.strip() != b"started":
+            raise LinkEmulatorError(f"{BINARY}: {line.decode(errors='replace').strip()}")
+        self.ready_monotonic = (t_sent + t_got) / 2
+        return self.ready_monotonic
 
     def stop(self, timeout_s: float = 10.0) -> dict[str, Any]:
         """SIGTERM, wait, read and return the stats (also kept in ``self.stats``)."""

@@ -10,7 +10,8 @@ from typing import Any
 __all__ = ["read_tcp_info", "to_trace_row", "TRACE_COLUMNS"]
 
 # Offsets in bytes (include/uapi/linux/tcp.h, struct tcp_info): 8 one-byte fields, then u32s
-# from tcpi_rto (8) to tcpi_total_retrans (100), u64 tcpi_pacing_rate (104) ...
+# from tcpi_rto (8) to tcpi_total_retrans (100), u64 tcpi_pacing_rate (104) ...; u16
+# tcpi_total_rto at 240 (6.7+). 6.18 returns 280 bytes (AccECN counters follow).
 _FIELDS: dict[str, tuple[int, str]] = {
     "state": (0, "B"),
     "ca_state": (1, "B"),
@@ -34,8 +35,10 @@ _FIELDS: dict[str, tuple[int, str]] = {
     "delivered": (192, "I"),
     "bytes_sent": (200, "Q"),
     "bytes_retrans": (208, "Q"),
+    "total_rto": (240, "H"),             # since Linux 6.7: RTO expirations, exact
+    "total_rto_recoveries": (242, "H"),  # recoveries that started with an RTO
 }
-_LEN = 232
+_LEN = 248
 
 #: Columns written by the kernel backend (the simulator's flows schema plus delivery_rate_bps).
 TRACE_COLUMNS = [

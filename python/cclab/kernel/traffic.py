@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import socket
 import sys
 import threading
@@ -56,6 +57,17 @@ def _send(a: argparse.Namespace) -> None:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, a.mss)
     if a.sndbuf > 0:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, a.sndbuf)
+    zero = None
+    if a.go_file:  # started by the kernel backend: wait for the run's time zero
+        if a.ready_file:
+            open(a.ready_file, "w").close()
+        wait_until = time.monotonic() + 60
+        while not os.path.exists(a.go_file) or not open(a.go_file).read().strip():
+            if time.monotonic() > wait_until:
+                raise SystemExit(f"no time zero in {a.go_file} after 60 s")
+            time.sleep(0.002)
+        zero = float(open(a.go_file).read())
+        time.sleep(max(0.0, zero + a.start_s - time.monotonic()))
     deadline = time.monotonic() + 10
     while True:
         try:
@@ -65,7 +77,9 @@ def _send(a: argparse.Namespace) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
-    t0 = time.monotonic()
+    t_connected = time.monotonic()
+    # Rows count from the run's zero when there is one (then t_s is run time), else from connect.
+    t0 = zero if zero is not None else t_connected
     rows: list[dict] = []
     stop = threading.Event()
 
@@ -81,7 +95,7 @@ def _send(a: argparse.Namespace) -> None:
     th.start()
     buf = b"\0" * _CHUNK
     sent = 0
-    end = t0 + a.duration
+    end = t_connected + a.duration if zero is None else zero + a.until_s
     s.settimeout(0.2)
     while time.monotonic() < end and (a.size == 0 or sent < a.size):
         try:
@@ -97,10 +111,11 @@ def _send(a: argparse.Namespace) -> None:
         w = csv.DictWriter(fh, fieldnames=TRACE_COLUMNS)
         w.writeheader()
         w.writerows(rows)
-    elapsed = time.monotonic() - t0
+    elapsed = time.monotonic() - t_connected
     s.close()
     print(json.dumps({"sent_bytes": sent, "bytes_acked": final["bytes_acked"], "elapsed_s": elapsed,
-                      "total_retrans": final["total_retrans"], "samples": len(rows)}), flush=True)
+                      "total_retrans": final["total_retrans"], "total_rto": final["total_rto"],
+                      "connected_s": t_connected - t0, "samples": len(rows)}), flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -117,11 +132,18 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--cc", default="cubic")
     s.add_argument("--mss", type=int, default=0)
     s.add_argument("--sndbuf", type=int, default=0)
-    s.add_argument("--duration", type=float, required=True)
+    s.add_argument("--duration", type=float, default=None, help="Send for this long after connecting.")
+    s.add_argument("--go-file", default=None, help="Wait for the run's time zero (CLOCK_MONOTONIC s) in this file; "
+                   "connect at zero + --start-s, stop at zero + --until-s; rows count from zero.")
+    s.add_argument("--ready-file", default=None, help="With --go-file: created once the sender waits.")
+    s.add_argument("--start-s", type=float, default=0.0)
+    s.add_argument("--until-s", type=float, default=None)
     s.add_argument("--size", type=int, default=0)
     s.add_argument("--interval-ms", type=float, default=10.0)
     s.add_argument("--out", required=True)
     a = p.parse_args(argv)
+    if a.cmd == "send" and (a.duration is None) == (a.go_file is None or a.until_s is None):
+        p.error("send: give --duration, or --go-file with --until-s")
     if a.cmd == "recv":
         _recv(a.port, a.rcvbuf, a.ready_file)
     else:
