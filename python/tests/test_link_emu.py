@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from cclab.kernel.link import LinkEmulator, LinkEmulatorError, find_binary
+from cclab.kernel.netns import Namespaces
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not Path("/dev/net/tun").exists() or shutil.which("ip") is None,
@@ -41,19 +42,9 @@ def binary() -> Path:
 
 @pytest.fixture
 def pair() -> Iterator[tuple[str, str]]:
-    """Two fresh namespaces, IPv6 off, always removed."""
-    base = f"cclab-t{os.getpid()}"
-    names = (f"{base}-a", f"{base}-b")
-    try:
-        for n in names:
-            _ip("netns", "add", n)
-            _ip("netns", "exec", n, "sh", "-c",
-                "echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; "
-                "echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6; ip link set lo up")
-        yield names
-    finally:
-        for n in names:
-            subprocess.run(["ip", "netns", "del", n], capture_output=True)
+    """Two fresh namespaces (cclab.kernel.netns: IPv6 off, lo up), always removed."""
+    with Namespaces(f"t{os.getpid() % 100000}", ["a", "b"]) as nss:
+        yield nss.names["a"], nss.names["b"]
 
 
 def _spec(pair: tuple[str, str], fwd: dict, rev: dict, seed: int = 1) -> dict:
