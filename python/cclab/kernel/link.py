@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -60,6 +61,8 @@ class LinkEmulator:
         """``args``: extra cclab-link options, e.g. ``("--rt-priority", "0")``."""
         self.args = tuple(args)
         self.binary = binary or find_binary()
+        #: A temporary workdir of our own is removed on exit (the stats are read by then).
+        self._own_workdir = workdir is None
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="cclab-link-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.spec = dict(spec)
@@ -185,9 +188,13 @@ class LinkEmulator:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            if exc[0] is None:
-                self.stop()
-            else:
-                self._kill()
-                self._close()
+        try:
+            if self.proc is not None and self.proc.poll() is None:
+                if exc[0] is None:
+                    self.stop()
+                else:
+                    self._kill()
+                    self._close()
+        finally:
+            if self._own_workdir:
+                shutil.rmtree(self.workdir, ignore_errors=True)
