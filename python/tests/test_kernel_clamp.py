@@ -79,7 +79,9 @@ def test_caps_are_applied_and_moved_while_the_flow_runs():
     after = [r["max_cwnd"] for r in rows if r["t"] >= t_set + 0.1 and r["max_cwnd"]]
     assert before and after
     assert max(before) == 10  # capped, and the flow does reach the cap
-    assert max(after) == 30
+    # Raised: the window grows past the old cap (how far in 0.7 s depends on how fast this
+    # Python sender fills the loopback socket: cwnd only grows while cwnd-limited) but not past 30.
+    assert 10 < max(after) <= 30
     assert status["caps"] == {PORT: 30}
     # The last cap applied per socket: both ends of the loopback flow are in the cgroup.
     assert status["applied"] == [30, 30]
