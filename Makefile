@@ -2,7 +2,7 @@
 PY ?= python3
 PIP ?= $(PY) -m pip
 
-.PHONY: setup setup-test run test test-rust test-python bench bench-study bench-emu lint clean
+.PHONY: setup setup-test bpf run test test-rust test-python bench bench-study bench-emu lint clean
 
 # Installs the Python package (building the Rust core with maturin) and its test dependencies.
 setup:
@@ -12,7 +12,7 @@ setup:
 # Test extras: Ray (the study executor's test) from PyPI; headless Chromium (the report's test)
 # and clang + libbpf-dev (the BPF cwnd clamp, crates/cclab-bpf) from Debian. The Debian packages
 # need root to install; without them those tests are skipped and cclab-bpf is not built.
-APT_TEST_PKGS = chromium clang libbpf-dev
+APT_TEST_PKGS = chromium clang libbpf-dev bpftool
 setup-test:
 	$(PIP) install --quiet --disable-pip-version-check -e ".[test,ray]"
 	cargo build --release -p cclab-emu
@@ -22,7 +22,16 @@ setup-test:
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 		else echo "not root, not installed:$$missing (their tests will be skipped)"; fi; \
 	fi
-	@if command -v clang >/dev/null 2>&1; then cargo build --release -p cclab-bpf; fi
+	@if command -v clang >/dev/null 2>&1; then cargo build --release -p cclab-bpf && $(MAKE) --no-print-directory bpf; fi
+
+# BPF congestion controls for the kernel backend (struct_ops, registered with bpftool at run
+# time; aya cannot load struct_ops): target/bpf/*.bpf.o, against this kernel's BTF.
+BPF_CC = cclab_cubic
+bpf: $(BPF_CC:%=target/bpf/%.bpf.o)
+target/bpf/vmlinux.h:
+	mkdir -p target/bpf && bpftool btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+target/bpf/%.bpf.o: crates/cclab-bpf/bpf/%.bpf.c target/bpf/vmlinux.h
+	clang -O2 -g -target bpf -Wall -Werror -Itarget/bpf -c $< -o $@
 
 # The main job: the default study (S0, full grid) on the simulator (no privileges needed).
 run: setup

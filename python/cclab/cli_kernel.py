@@ -32,7 +32,9 @@ Examples:
 )
 def clean() -> None:
     """Remove every cclab- network namespace, cwnd-clamp cgroup and run record left behind, and
-    restore tcp_cubic's module parameters if a killed run had changed them (needs root)."""
+    restore tcp_cubic's module parameters and unregister cclab_cubic if a killed run left them
+    (needs root)."""
+    from .kernel.bpfcc import unregister_all
     from .kernel.clamp import clean_cgroups
     from .kernel.knobs import restore_cubic_params
     from .kernel.netns import KernelUnavailable
@@ -45,8 +47,11 @@ def clean() -> None:
         sys.exit(2)
     cgroups = clean_cgroups()
     restored = restore_cubic_params()
+    unregistered = unregister_all()
     out.print(f"removed {len(removed)} namespace(s)" + (": " + ", ".join(removed) if removed else ""))
     out.print(f"removed {len(cgroups)} cgroup(s)" + (": " + ", ".join(cgroups) if cgroups else ""))
+    if unregistered:
+        out.print("unregistered BPF congestion controls: " + ", ".join(unregistered))
     if restored:
         out.print("restored tcp_cubic parameters: " + ", ".join(f"{k}={v}" for k, v in restored.items()))
 

@@ -13,7 +13,8 @@ import pytest
 import cclab
 from cclab.kernel import clamp, netns
 from cclab.kernel.backend import parity, run_kernel
-from cclab.kernel.knobs import namespace_sysctls
+from cclab.kernel.bpfcc import BPF_CUBIC, available, object_path
+from cclab.kernel.knobs import cubic_plan, namespace_sysctls
 from cclab.kernel.netns import KernelUnavailable
 from cclab.scenario import ScenarioError, load_scenario
 
@@ -71,15 +72,18 @@ def test_lossy_cubic_goodput_matches_the_simulator():
 def test_parity_refuses_what_the_kernel_cannot_do(monkeypatch):
     sc = load_scenario({**_path(0.0, 5), "senders": [{"name": "a"}, {"name": "b"}],
                         "flows": [{"cc": "vegas", "sender": "a"},
-                                  {"cc": "cubic", "sender": "b", "cc_params": {"c": 0.25, "beta": 0.8}},
-                                  {"cc": "cubic", "sender": "b", "cc_params": {"beta": 0.7}, "initial_cwnd_pkts": 4},
+                                  {"cc": "cubic", "sender": "b", "cc_params": {"c": 0.3, "beta": 0.8}},
+                                  {"cc": "cubic-ios", "sender": "b", "initial_cwnd_pkts": 4},
+                                  {"cc": "cubic", "sender": "a", "cc_params": {"hystart": False}},
+                                  {"cc": "cubic", "sender": "a", "cc_params": {"hystart": True}},
                                   {"cc": "bbr", "sender": "a", "cc_params": {"high_gain": 700}, "max_cwnd_pkts": 100}]})
     problems = parity(sc)
     assert any("flows[0].cc = 'vegas'" in p and "simulator" in p for p in problems)
-    assert any("flows[1].cc_params.c = 0.25" in p and "bic_scale" in p for p in problems)
-    assert any("flows[2].cc_params.beta" in p and "global" in p for p in problems)
+    # flows[1] and [2] both run cclab_cubic (C != 410/1024), whose parameters are global.
+    assert any("flows[2].cc_params.c" in p and "cclab_cubic parameters are global" in p for p in problems)
     assert any("flows[2].initial_cwnd_pkts = 4 differs from flows[1]" in p for p in problems)
-    assert any("flows[3].cc_params" in p and "bbr" in p for p in problems)
+    assert any("flows[4].cc_params.hystart" in p and "module parameters are global" in p for p in problems)
+    assert any("flows[5].cc_params" in p and "bbr" in p for p in problems)
     assert not any("max_cwnd_pkts" in p for p in problems)  # the BPF clamp does it
     assert len(problems) == 5, problems
     with pytest.raises(KernelUnavailable, match="vegas"):
@@ -87,6 +91,16 @@ def test_parity_refuses_what_the_kernel_cannot_do(monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(KernelUnavailable, match="needs root"):
         run_kernel(_path(0.0, 5))
+
+
+def test_cubic_with_another_c_is_planned_as_cclab_cubic():
+    flows = load_scenario({**_path(0.0, 5), "flows": [{"cc": "cubic-ios"}, {"cc": "cubic"},
+                                                      {"cc": "cubic", "cc_params": {"c": 0.25, "beta": 0.8}}]}
+                          ).to_core_dict()["flows"]
+    module, bpf, names, problems = cubic_plan(flows)
+    assert problems == [] and module == {}
+    assert bpf == {"bic_scale": 26, "beta": 819}  # round(0.25 * 1024 / 10), round(0.8 * 1024)
+    assert names == {0: "cclab_cubic", 1: "cubic", 2: "cclab_cubic"}
 
 
 def test_kernel_settings_become_namespace_sysctls():
@@ -187,3 +201,21 @@ def test_two_senders_with_access_links_share_the_bottleneck():
     # Both access links feed the bottleneck (which drops or still queues the difference).
     assert tx["a.access.fwd"] > 0 and tx["b.access.fwd"] > 0
     assert tx["bottleneck.fwd"] <= tx["a.access.fwd"] + tx["b.access.fwd"]
+
+
+@root_only
+@pytest.mark.skipif(not object_path().is_file(), reason="cclab_cubic not built (make bpf: clang, bpftool)")
+def test_ios_like_cubic_runs_on_the_kernel_as_cclab_cubic():
+    """cubic-ios (C 0.25, beta 0.8) through the BPF congestion control: the S0 estimator reads
+    the paper's constants back from the kernel's cwnd, as from the simulator's."""
+    from cclab.infer import estimate_cubic
+
+    sc = {**_path(0.0, 45), "bottleneck": {"rate_bps": "20Mbps", "delay_ms": 100, "queue_pkts": 300},
+          "flows": [{"cc": "cubic-ios"}]}
+    r = run_kernel(sc)
+    assert r.summary["tcp_congestion"] == {"flow0": BPF_CUBIC}
+    assert r.summary["global_knobs"] == {"cclab_cubic": {"bic_scale": 26, "beta": 819}}
+    assert BPF_CUBIC not in available()  # unregistered after the run
+    e = estimate_cubic(r)
+    assert e.c.value == pytest.approx(26 * 10 / 1024, rel=0.10)
+    assert e.beta.value == pytest.approx(819 / 1024, abs=0.02)

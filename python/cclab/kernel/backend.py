@@ -27,7 +27,8 @@ from ..result import CA_STATES, RunResult, jain_index
 from ..scenario import Scenario, load_scenario
 from .link import LinkEmulator
 from .clamp import CwndClamp
-from .knobs import CubicModuleParams, cubic_module_params, namespace_sysctls, set_initcwnd
+from . import bpfcc
+from .knobs import CUBIC_FAMILY, CubicModuleParams, cubic_plan, namespace_sysctls, set_initcwnd
 from .netns import KernelUnavailable, Namespaces, address_tun, require_root, set_sysctls
 
 __all__ = ["run_kernel", "parity", "KERNEL_ALGORITHMS"]
@@ -43,10 +44,10 @@ def parity(sc: Scenario) -> list[str]:
     d = sc.to_core_dict()
     for i, f in enumerate(d["flows"]):
         where = f"flows[{i}]"
-        if f["cc"] not in KERNEL_ALGORITHMS:
+        if f["cc"] not in KERNEL_ALGORITHMS and f["cc"] not in CUBIC_FAMILY:
             problems.append(f"{where}.cc = {f['cc']!r}: this kernel has only {', '.join(KERNEL_ALGORITHMS)}; "
                             "use the simulator backend for it")
-        if f["cc_params"] and f["cc"] != "cubic":
+        if f["cc_params"] and f["cc"] not in CUBIC_FAMILY:
             problems.append(f"{where}.cc_params: {f['cc']}'s tunables are not module parameters of this kernel; "
                             "use the simulator backend")
         for key, ok, msg in (
@@ -68,7 +69,12 @@ def parity(sc: Scenario) -> list[str]:
                     if g[key] != f[key]:
                         problems.append(f"{where}.{key} = {f[key]} differs from flows[{j}] on the same sender: on "
                                         f"the kernel it is {what}; give the flows their own senders")
-    problems += cubic_module_params(d["flows"])[1]
+    _, bpf, _, cubic_problems = cubic_plan(d["flows"])
+    problems += cubic_problems
+    if bpf and not bpfcc.object_path().is_file():
+        problems.append(f"CUBIC with C other than 410/1024 runs as the BPF congestion control cclab_cubic, whose "
+                        f"object {bpfcc.object_path()} is not built: run `make bpf` (clang, bpftool) or use the "
+                        "simulator backend")
     return problems
 
 
@@ -141,9 +147,10 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                 knobs.setdefault(ns[host], {}).update(namespace_sysctls(f, kernel, sender=host == f["sender"]))
         for name, k in knobs.items():
             set_sysctls(name, k)
-        cubic_params = cubic_module_params(d["flows"])[0]
+        cubic_params, bpf_cubic, cc_names, _ = cubic_plan(d["flows"])
         caps = {_BASE_PORT + k: f["max_cwnd_pkts"] for k, f in enumerate(d["flows"]) if f["max_cwnd_pkts"]}
         with LinkEmulator(spec) as emu, CubicModuleParams(cubic_params), \
+                (bpfcc.BpfCubic(bpf_cubic) if bpf_cubic else contextlib.nullcontext()), \
                 (CwndClamp(f"run{run_id}", caps) if caps else contextlib.nullcontext()) as clamp:
             for h in d["senders"]:
                 address_tun(ns[h["name"]], "cl0", addr[h["name"]], "10.78.0.1", 16)
@@ -170,8 +177,9 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
             senders = []
             for k, f, _ in procs:
                 ready = Path(tmp) / f"sender-ready{k}"
-                args = ["send", "--dst", addr[f["receiver"]], "--port", str(_BASE_PORT + k), "--cc", f["cc"],
-                        "--mss", str(f["mss_bytes"]), "--go-file", str(go), "--ready-file", str(ready),
+                args = ["send", "--dst", addr[f["receiver"]], "--port", str(_BASE_PORT + k),
+                        "--cc", cc_names.get(k, f["cc"]), "--mss", str(f["mss_bytes"]),
+                        "--go-file", str(go), "--ready-file", str(ready),
                         "--start-s", str(f["start_s"]), "--until-s", str(d["duration_s"]),
                         "--size", str(f["size_bytes"]), "--interval-ms", str(interval_ms),
                         "--out", str(Path(tmp) / f"flow{k}.csv")]
@@ -206,7 +214,11 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
             df = pd.read_csv(Path(tmp) / f"flow{k}.csv")
             df.insert(0, "flow", f["name"])
             frames.append(df)
-    extra = {"global_knobs": {"tcp_cubic": cubic_params} if cubic_params else {},
+    glob = {"tcp_cubic": cubic_params} if cubic_params else {}
+    if bpf_cubic:
+        glob["cclab_cubic"] = bpf_cubic
+    extra = {"global_knobs": glob, "tcp_congestion": {f["name"]: cc_names.get(k, f["cc"])
+                                                      for k, f in enumerate(d["flows"])},
              "cwnd_clamp": None if clamp_status is None else {"caps_by_port": clamp_status["caps"],
                                                               "applied_pkts": clamp_status["applied"]}}
     return _result(sc, d, frames, totals, link_stats, links, knobs, extra, time.perf_counter() - t_wall,

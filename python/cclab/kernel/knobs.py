@@ -5,7 +5,7 @@ timestamps, F-RTO, rto_min, TSQ (tcp_limit_output_bytes), ECN and any ``kernel.s
 initcwnd as a route metric on the sender's route. Global (the whole machine): CUBIC's module
 parameters, set only when a scenario's cubic flows carry ``cc_params``, restored afterwards, and
 recorded in ``/run/cclab/tcp_cubic-params.json`` first so that ``cclab kernel clean`` can restore
-them after a crash.
+them after a crash; and ``cclab_cubic`` (bpfcc.py) for CUBIC with another C.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from .netns import REGISTRY, KernelUnavailable
 
-__all__ = ["namespace_sysctls", "CUBIC_PARAMS", "cubic_module_params", "CubicModuleParams",
+__all__ = ["namespace_sysctls", "CUBIC_PARAMS", "cubic_plan", "CubicModuleParams",
            "restore_cubic_params", "set_initcwnd"]
 
 CUBIC_DIR = Path("/sys/module/tcp_cubic/parameters")
@@ -34,7 +34,8 @@ CUBIC_PARAMS: dict[str, Any] = {
     "hystart_ack_delta_us": int,
     "initial_ssthresh": int,
 }
-#: Read-only on this kernel (tcp_cubic is built in: bic_scale is 0444); C is fixed at 410/1024.
+#: Read-only on this kernel (tcp_cubic is built in: bic_scale is 0444): C = 410/1024 for the
+#: kernel's cubic; other values run as cclab_cubic (BPF, bpfcc.py).
 CUBIC_READ_ONLY = ("c", "bic_scale")
 KERNEL_BIC_SCALE = 41
 
@@ -56,39 +57,64 @@ def namespace_sysctls(flow: dict[str, Any], kernel: dict[str, Any], sender: bool
     return k
 
 
-def cubic_module_params(flows: list[dict[str, Any]]) -> tuple[dict[str, int], list[str]]:
-    """The module parameters the scenario's cubic flows ask for, and what cannot be done.
+#: cclab presets the kernel runs as CUBIC, with their tunables (cclab-sim cc/registry.rs).
+CUBIC_FAMILY = {"cubic": {}, "cubic-ios": {"beta": 0.8, "c": 0.25}}
+#: What ``cclab_cubic`` (BPF) takes per run; the rest stays with the module parameters.
+BPF_CUBIC_KEYS = ("c", "bic_scale", "beta", "fast_convergence", "tcp_friendliness")
 
-    Every cubic flow must ask for the same values (they are global)."""
+
+def _bic_scale(params: dict[str, Any]) -> int:
+    if "bic_scale" in params:
+        return int(params["bic_scale"])
+    if "c" in params:
+        return round(float(params["c"]) * 1024 / 10)
+    return KERNEL_BIC_SCALE
+
+
+def cubic_plan(flows: list[dict[str, Any]]) -> tuple[dict[str, int], dict[str, int], dict[int, str], list[str]]:
+    """How the kernel runs the scenario's CUBIC flows: (module parameters, cclab_cubic
+    parameters, TCP_CONGESTION name per flow index, problems).
+
+    A flow whose C differs from the kernel's (410/1024; ``cubic-ios`` or ``cc_params.c``) runs
+    ``cclab_cubic`` (BPF) with its C, beta, fast_convergence and tcp_friendliness; the others run
+    the kernel's ``cubic``. Module parameters (HyStart's, and beta etc. for the kernel's cubic)
+    are global, and so is cclab_cubic's map: flows sharing one must ask for the same values."""
     problems: list[str] = []
-    wanted: dict[str, int] = {}
-    seen: dict[str, tuple[int, Any]] = {}
+    module: dict[str, int] = {}
+    bpf: dict[str, int] = {}
+    names: dict[int, str] = {}
+    owner: dict[tuple[str, str], int] = {}
+
+    def put(table: dict[str, int], tag: str, key: str, value: int, i: int, v: Any, shown: str = "") -> None:
+        if key in table and table[key] != value:
+            problems.append(f"flows[{i}].cc_params.{shown or key} = {v} differs from flows[{owner[(tag, key)]}]: "
+                            f"{'module parameters' if tag == 'module' else 'cclab_cubic parameters'} are global "
+                            "on the kernel, so these flows must use the same value")
+            return
+        table[key] = value
+        owner.setdefault((tag, key), i)
+
     for i, f in enumerate(flows):
-        if f["cc"] != "cubic" or not f["cc_params"]:
+        if f["cc"] not in CUBIC_FAMILY:
             continue
-        for key, v in f["cc_params"].items():
-            where = f"flows[{i}].cc_params.{key}"
-            if key in CUBIC_READ_ONLY:
-                scale = round(float(v) * 1024 / 10) if key == "c" else int(v)
-                if scale != KERNEL_BIC_SCALE:
-                    problems.append(f"{where} = {v}: CUBIC's C (bic_scale) is read-only on this kernel (tcp_cubic "
-                                    "is built in, C = 410/1024); use the simulator backend")
+        eff = {**CUBIC_FAMILY[f["cc"]], **f["cc_params"]}
+        for key in eff:
+            if key not in CUBIC_PARAMS and key not in CUBIC_READ_ONLY:
+                problems.append(f"flows[{i}].cc_params.{key}: not a CUBIC parameter the kernel can set "
+                                f"(module parameters: {', '.join(CUBIC_PARAMS)}; C through cclab_cubic)")
+        use_bpf = _bic_scale(eff) != KERNEL_BIC_SCALE
+        names[i] = "cclab_cubic" if use_bpf else "cubic"
+        for key, v in eff.items():
+            if key in CUBIC_READ_ONLY and not use_bpf:
                 continue
-            if key not in CUBIC_PARAMS:
-                problems.append(f"{where}: not a tcp_cubic module parameter of this kernel "
-                                f"(writable: {', '.join(CUBIC_PARAMS)})")
-                continue
-            kv = CUBIC_PARAMS[key](v)
-            if key in seen and seen[key][1] != kv:
-                problems.append(f"{where} = {v} differs from flows[{seen[key][0]}]: module parameters are global "
-                                "on the kernel, so every cubic flow must use the same value")
-            seen.setdefault(key, (i, kv))
-            wanted[key] = kv
-    for i, f in enumerate(flows):
-        if f["cc"] == "cubic" and wanted and set(f["cc_params"]) - set(CUBIC_READ_ONLY) != set(wanted):
-            problems.append(f"flows[{i}].cc_params: must name the same parameters as the other cubic flows "
-                            f"({', '.join(sorted(wanted))}): module parameters are global on the kernel")
-    return wanted, problems
+            if use_bpf and key in BPF_CUBIC_KEYS:
+                if key in ("c", "bic_scale"):
+                    put(bpf, "bpf", "bic_scale", _bic_scale(eff), i, v, shown=key)
+                else:
+                    put(bpf, "bpf", key, CUBIC_PARAMS[key](v), i, v)
+            elif key in CUBIC_PARAMS:
+                put(module, "module", key, CUBIC_PARAMS[key](v), i, v)
+    return module, bpf, names, problems
 
 
 def _read_cubic() -> dict[str, int]:

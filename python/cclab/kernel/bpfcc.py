@@ -1,0 +1,88 @@
+"""BPF congestion controls on the real kernel: ``cclab_cubic``, Linux CUBIC with C, beta, fast
+convergence and TCP friendliness chosen per run (crates/cclab-bpf/bpf/cclab_cubic.bpf.c, a
+struct_ops tcp_congestion_ops; the kernel's own CUBIC functions do the rest as kfuncs).
+
+This kernel builds tcp_cubic in, so its C (bic_scale) is read-only; ``cclab_cubic`` is how the
+kernel backend runs the S0 paper's iOS-like CUBIC (``cubic-ios``: C 0.25, beta 0.8) or any
+``cc_params.c``. It is registered with bpftool (aya cannot load struct_ops), its parameters are
+written to the map ``cclab_cubic_par``, and it is unregistered after the run (or by
+``cclab kernel clean``). Registration is global: runs using it must not overlap.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+from . import binaries
+from .netns import KernelUnavailable
+
+__all__ = ["BpfCubic", "BPF_CUBIC", "object_path", "unregister_all"]
+
+BPF_CUBIC = "cclab_cubic"
+_AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+
+
+def object_path(name: str = BPF_CUBIC) -> Path:
+    """``$CCLAB_BPF_DIR/<name>.bpf.o``, else the workspace's ``target/bpf``."""
+    base = Path(os.environ.get("CCLAB_BPF_DIR") or binaries.repo_root() / "target" / "bpf")
+    return base / f"{name}.bpf.o"
+
+
+def available() -> list[str]:
+    return _AVAILABLE.read_text().split()
+
+
+def _bpftool(*args: str) -> str:
+    tool = shutil.which("bpftool") or ("/usr/sbin/bpftool" if Path("/usr/sbin/bpftool").exists() else None)
+    if tool is None:
+        raise KernelUnavailable("bpftool not found (Debian package bpftool; `make setup-test` installs it)")
+    p = subprocess.run([tool, *args], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise KernelUnavailable(f"bpftool {' '.join(args)}: {(p.stderr or p.stdout).strip()[-400:]}")
+    return p.stdout
+
+
+def unregister_all() -> list[str]:
+    """Unregister cclab's BPF congestion controls (after a crash). Returns their names."""
+    done = []
+    if BPF_CUBIC in available():
+        _bpftool("struct_ops", "unregister", "name", BPF_CUBIC)
+        done.append(BPF_CUBIC)
+    return done
+
+
+class BpfCubic:
+    """Register ``cclab_cubic`` with ``params`` (bic_scale, beta in 1/1024, fast_convergence,
+    tcp_friendliness as 0/1) for a run; unregister on exit. A context manager."""
+
+    def __init__(self, params: dict[str, int]) -> None:
+        self.params = dict(params)
+
+    def __enter__(self) -> BpfCubic:
+        obj = object_path()
+        if not obj.is_file():
+            raise KernelUnavailable(f"{obj} is not built: run `make bpf` (needs clang and bpftool; part of "
+                                    "`make setup-test`)")
+        if BPF_CUBIC in available():  # a crashed run's registration: start clean
+            _bpftool("struct_ops", "unregister", "name", BPF_CUBIC)
+        _bpftool("struct_ops", "register", str(obj))
+        if BPF_CUBIC not in available():
+            raise KernelUnavailable(f"bpftool registered {obj} but {BPF_CUBIC} is not an available congestion control")
+        try:
+            p = self.params
+            value = struct.pack("<4I", p.get("bic_scale", 41), p.get("beta", 717),
+                                1 if p.get("fast_convergence", 1) else 2, 1 if p.get("tcp_friendliness", 1) else 2)
+            _bpftool("map", "update", "name", "cclab_cubic_par", "key", "0", "0", "0", "0",
+                     "value", *(str(b) for b in value))
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if BPF_CUBIC in available():
+            _bpftool("struct_ops", "unregister", "name", BPF_CUBIC)
