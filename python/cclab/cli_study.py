@@ -33,6 +33,7 @@ Examples:
   cclab study s0 -o out/s0
   cclab study s0 --quick
   cclab study s0 --reps 20 -o out/s0-20  # reruns reuse cached runs (out/s0-20/cache)
+  sudo cclab study s0 --backend kernel --quick --reps 1 -o out/s0-kernel   # on the real kernel
 """
 )
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), default="out/s0", show_default=True,
@@ -42,12 +43,23 @@ Examples:
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Parallel runs (default: every core).")
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="local processes, or a Ray cluster (pip install 'cclab[ray]'; RAY_ADDRESS or a local instance).")
-def s0(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: str) -> None:
+@click.option("--backend", type=click.Choice(["sim", "kernel"]), default="sim", show_default=True,
+              help="The simulator, or this machine's Linux kernel (root; real time, one run at a time: "
+                   "the full grid takes hours, --quick --reps 1 about 15 minutes).")
+def s0(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: str, backend: str) -> None:
     """S0: Linux CUBIC vs iOS-like CUBIC. Experiment A (throughput vs error rate, Figs. 4-6),
     B (cwnd over time, Fig. 8), method C (c, b per cycle, Tables 3-6, Fig. 10)."""
     from .study import S0Config, run_s0
 
-    cfg = S0Config.make(quick=quick, reps=reps, jobs=jobs, executor=executor)
+    if backend == "kernel":
+        from .kernel.netns import KernelUnavailable, require_root
+
+        try:
+            require_root()
+        except KernelUnavailable as e:
+            err.print(f"[bold red]error:[/] {e}", highlight=False)
+            sys.exit(2)
+    cfg = S0Config.make(quick=quick, reps=reps, jobs=jobs, executor=executor, backend=backend)
     with Progress(TextColumn("[bold]study s0"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TimeRemainingColumn(), console=err, transient=True) as bar:
         task = bar.add_task("runs", total=None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import pandas as pd
+import pytest
 
 from cclab.study import aggregate, grid, run_one, run_sweep
 from cclab.study.grid import derive_seed
@@ -78,3 +79,17 @@ def test_sweeps_are_deterministic():
 
 
 
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/dev/net/tun"), reason="kernel runs need root and TUN")
+def test_kernel_backend_sweeps_run_one_at_a_time_and_cache_apart(tmp_path):
+    specs = grid(SMALL, {"flows[0].cc": ["cubic", "bbr"]}, backend="kernel")
+    sim_keys = [s.key() for s in grid(SMALL, {"flows[0].cc": ["cubic", "bbr"]})]
+    first = run_sweep(specs, tmp_path, jobs=4)  # forced to one at a time
+    assert first.runs["ok"].all(), first.failures
+    assert not set(first.runs["key"]) & set(sim_keys)  # a kernel run is cached apart from the simulator's
+    assert (first.runs["goodput_bps"] > 5e6).all()  # a 10 Mbit/s path
+    again = run_sweep(specs, tmp_path)
+    assert again.runs["cached"].all()
+    with pytest.raises(ValueError, match="one at a time"):
+        run_sweep(specs, tmp_path, executor="ray")

@@ -11,6 +11,7 @@ written to the map ``cclab_cubic_par``, and it is unregistered after the run (or
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import struct
@@ -46,11 +47,24 @@ def _bpftool(*args: str) -> str:
     return p.stdout
 
 
+def _unregister() -> None:
+    """Unregister every struct_ops map named cclab_cubic. One still used by a closing socket of
+    an earlier run answers "Operation now in progress": it is already out of the kernel's list
+    of congestion controls and is freed when that socket goes, so that is not an error."""
+    try:
+        _bpftool("struct_ops", "unregister", "name", BPF_CUBIC)
+    except KernelUnavailable as e:
+        if "in progress" not in str(e):
+            raise
+    if BPF_CUBIC in available():
+        raise KernelUnavailable(f"{BPF_CUBIC} is still registered after bpftool struct_ops unregister")
+
+
 def unregister_all() -> list[str]:
     """Unregister cclab's BPF congestion controls (after a crash). Returns their names."""
     done = []
     if BPF_CUBIC in available():
-        _bpftool("struct_ops", "unregister", "name", BPF_CUBIC)
+        _unregister()
         done.append(BPF_CUBIC)
     return done
 
@@ -68,7 +82,7 @@ class BpfCubic:
             raise KernelUnavailable(f"{obj} is not built: run `make bpf` (needs clang and bpftool; part of "
                                     "`make setup-test`)")
         if BPF_CUBIC in available():  # a crashed run's registration: start clean
-            _bpftool("struct_ops", "unregister", "name", BPF_CUBIC)
+            _unregister()
         _bpftool("struct_ops", "register", str(obj))
         if BPF_CUBIC not in available():
             raise KernelUnavailable(f"bpftool registered {obj} but {BPF_CUBIC} is not an available congestion control")
@@ -76,7 +90,12 @@ class BpfCubic:
             p = self.params
             value = struct.pack("<4I", p.get("bic_scale", 41), p.get("beta", 717),
                                 1 if p.get("fast_convergence", 1) else 2, 1 if p.get("tcp_friendliness", 1) else 2)
-            _bpftool("map", "update", "name", "cclab_cubic_par", "key", "0", "0", "0", "0",
+            # The newest map of that name is ours: an earlier run's object lingers while a
+            # socket of it is still closing (see _unregister).
+            ids = [m["id"] for m in json.loads(_bpftool("-j", "map", "show")) if m.get("name") == "cclab_cubic_par"]
+            if not ids:
+                raise KernelUnavailable("cclab_cubic registered but its map cclab_cubic_par is missing")
+            _bpftool("map", "update", "id", str(max(ids)), "key", "0", "0", "0", "0",
                      "value", *(str(b) for b in value))
         except BaseException:
             self.__exit__()
@@ -85,4 +104,4 @@ class BpfCubic:
 
     def __exit__(self, *exc: object) -> None:
         if BPF_CUBIC in available():
-            _bpftool("struct_ops", "unregister", "name", BPF_CUBIC)
+            _unregister()

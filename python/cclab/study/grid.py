@@ -38,6 +38,9 @@ class RunSpec:
     labels: tuple[tuple[str, Any], ...]
     keep_trace: bool = False
     post: str | None = None
+    #: "sim" (the simulator) or "kernel" (cclab.kernel.backend.run_kernel: root, real time,
+    #: one run at a time).
+    backend: str = "sim"
 
     def scenario(self) -> Any:
         """The normalised scenario (every default filled in), validated by the core."""
@@ -49,7 +52,10 @@ class RunSpec:
         """The cache key: a hash of the normalised scenario (seed included) and the cclab version."""
         from .. import __version__
 
-        blob = json.dumps({"scenario": self.scenario().as_run(), "version": __version__}, sort_keys=True)
+        doc = {"scenario": self.scenario().as_run(), "version": __version__}
+        if self.backend != "sim":
+            doc["backend"] = self.backend
+        blob = json.dumps(doc, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
@@ -62,10 +68,12 @@ def grid(
     labels: dict[str, Any] | None = None,
     keep_trace: bool = False,
     post: str | None = None,
+    backend: str = "sim",
 ) -> list[RunSpec]:
     """Every combination of ``axes`` (dotted scenario fields -> values) x ``reps`` repetitions.
 
-    ``fixed``: overrides applied to every run; ``labels``: extra columns for every row.
+    ``fixed``: overrides applied to every run; ``labels``: extra columns for every row;
+    ``backend``: "sim" or "kernel".
     Repetition r runs with seed ``derive_seed(base_seed, r)``.
 
     >>> specs = grid("s0-25ms", {"bottleneck.loss": [1e-4, 1e-3]}, reps=3)
@@ -80,5 +88,5 @@ def grid(
             ov = {**(fixed or {}), **point}
             lab = {**(labels or {}), **point, "rep": rep}
             specs.append(RunSpec(source, tuple(sorted(ov.items())), derive_seed(base_seed, rep), tuple(lab.items()),
-                                 keep_trace, post))
+                                 keep_trace, post, backend))
     return specs

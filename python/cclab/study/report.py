@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import html
+import os
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,8 @@ def write_s0_report(res: Any) -> Path:
         "<!doctype html><html><head><meta charset='utf-8'><title>cclab study s0</title>",
         f"<style>{_CSS}</style></head><body>",
         "<h1>S0: CUBIC on iOS vs Linux</h1>",
-        f"<p class='meta'>cclab {html.escape(__version__)} &middot; simulator backend &middot; "
+        f"<p class='meta'>cclab {html.escape(__version__)} &middot; "
+        f"{'Linux kernel (' + html.escape(os.uname().release) + ')' if cfg.backend == 'kernel' else 'simulator'} backend &middot; "
         f"{'quick grid' if cfg.quick else 'full grid'} &middot; {cfg.reps} runs per point (seeds derived from "
         f"base seed 1 and the repetition index) &middot; {len(res.a_runs) + len(res.b_runs)} runs in "
         f"{res.wall_s:.1f} s &middot; {len(res.failures)} failed</p>",

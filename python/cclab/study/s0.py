@@ -48,6 +48,9 @@ class S0Config:
     b_rtts: list[int] = field(default_factory=lambda: list(B_RTTS))
     a_duration_s: float = 100.0
     b_duration_s: float = 100.0
+    #: "sim", or "kernel": the same grid on this machine's Linux (root; real time, one run at a
+    #: time, so the full grid takes hours: see docs/studies.md).
+    backend: str = "sim"
 
     @classmethod
     def make(cls, quick: bool = False, reps: int | None = None, **kw: Any) -> "S0Config":
@@ -67,6 +70,7 @@ def plan(cfg: S0Config) -> tuple[list[RunSpec], list[RunSpec]]:
             reps=cfg.reps,
             fixed={"duration_s": cfg.a_duration_s},
             labels={"experiment": "A", "rtt_ms": rtt},
+            backend=cfg.backend,
         )
     b: list[RunSpec] = []
     for rtt in cfg.b_rtts:
@@ -86,6 +90,7 @@ def plan(cfg: S0Config) -> tuple[list[RunSpec], list[RunSpec]]:
             labels={"experiment": "B", "rtt_ms": rtt, "rate_bps": rate},
             keep_trace=True,
             post="cclab.study.s0:cycles_of_trace",
+            backend=cfg.backend,
         )
     return a, b
 

@@ -72,10 +72,15 @@ def run_one(spec: RunSpec, cache_dir: str | None) -> dict[str, Any]:
     if cache is not None and all((cache / n).is_file() for n in need):
         return row | json.loads((cache / "result.json").read_text()) | {"cached": True}
     try:
-        from ..sim import simulate
-
         t0 = time.perf_counter()
-        result = simulate(spec.scenario())
+        if spec.backend == "kernel":
+            from ..kernel.backend import run_kernel
+
+            result = run_kernel(spec.scenario())
+        else:
+            from ..sim import simulate
+
+            result = simulate(spec.scenario())
         data = {"ok": True, "error": None, **_metrics(result), "run_s": time.perf_counter() - t0}
         post = _call(spec.post, result.flows) if spec.post else None
     except (KeyboardInterrupt, SystemExit):
@@ -133,9 +138,15 @@ def run_sweep(
     """Run every spec (cached ones are read back) in parallel; one row per spec, in order.
 
     ``executor``: ``"local"`` (processes, ``jobs`` of them, default every core) or ``"ray"``.
+    Specs with ``backend="kernel"`` run one at a time in this process.
     ``progress(done, total)`` is called after each run."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor: {executor!r} is not one of {', '.join(EXECUTORS)}")
+    if any(s.backend == "kernel" for s in specs):
+        # Real-time runs on this machine's kernel share its CPU and global knobs: one at a time.
+        if executor != "local":
+            raise ValueError("kernel runs go one at a time on this machine: use the local executor")
+        jobs = 1
     cd = str(cache_dir) if cache_dir is not None else None
     done = [0]
 
