@@ -131,7 +131,7 @@ def veth(seconds: float, tag: str) -> float:
 
 
 def emulated(seconds: float, tag: str, delay_ms: float, handshakes: int = 0,
-             rate_bps: int | None = None, args: tuple[str, ...] = ()) -> dict:
+             rate_bps: int | None = None, args: tuple[str, ...] = (), steer: bool = True) -> dict:
     a, b = f"{tag}-ea", f"{tag}-eb"
     make_ns([a, b])
     try:
@@ -144,7 +144,7 @@ def emulated(seconds: float, tag: str, delay_ms: float, handshakes: int = 0,
             "routes": [{"from": "a", "to": "b", "links": ["fwd"]},
                        {"from": "b", "to": "a", "links": ["rev"]}],
         }
-        with LinkEmulator(spec, args=args) as emu:
+        with LinkEmulator(spec, args=args, steer=steer) as emu:
             ip("-n", a, "addr", "add", A, "peer", B, "dev", "cl0")
             ip("-n", b, "addr", "add", B, "peer", A, "dev", "cl0")
             res: dict = {}
@@ -177,6 +177,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=6.0, help="length of each bulk transfer")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     ap.add_argument("--rt-priority", type=int, default=0, help="cclab-link --rt-priority")
+    ap.add_argument("--no-steer", action="store_true",
+                    help="do not pin cclab-link to one CPU and steer receive processing (RPS) to the others")
     ap.add_argument("--no-veth", action="store_true", help="skip the veth ceiling")
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -192,7 +194,7 @@ def main() -> None:
         what = f"{rate / 1e9:g} Gbit/s" if rate else "unlimited rate"
         print(f"cclab-link, {what}, {d} ms each way ...", flush=True)
         r = emulated(args.seconds, tag, d, handshakes=200 if d and not rate else 0, rate_bps=rate,
-                     args=extra)
+                     args=extra, steer=not args.no_steer)
         out[f"link_{d}ms" + (f"_{rate // 10**6}mbps" if rate else "")] = r
         lat = r["lateness"]
         print(f"  {r['gbps']:.2f} Gbit/s, emulator CPU {r['cpu_cores']:.2f} cores "

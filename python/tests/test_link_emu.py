@@ -277,3 +277,17 @@ def test_not_root_is_refused_with_exit_2(binary: Path, tmp_path: Path) -> None:
     r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                         str(binary), "--spec", str(path)], capture_output=True, text=True)
     assert r.returncode == 2 and "must run as root" in r.stderr, r.stderr
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="steering needs 2 CPUs")
+def test_receive_processing_is_steered_off_the_emulators_cpu(binary: Path, pair, tmp_path: Path) -> None:
+    last = (os.cpu_count() or 1) - 1
+    fast = {"rate_bps": 1_000_000_000}  # >= 500 Mbit/s: steered by default
+    with LinkEmulator(_spec(pair, fast, {}), binary=binary, workdir=tmp_path) as emu:
+        assert emu.proc is not None and os.sched_getaffinity(emu.proc.pid) == {last}
+        for ns in pair:
+            out = subprocess.run(["ip", "netns", "exec", ns, "cat", "/sys/class/net/cl0/queues/rx-0/rps_cpus"],
+                                 check=True, capture_output=True, text=True).stdout.strip()
+            assert int(out.replace(",", ""), 16) == (1 << last) - 1  # every CPU but the emulator's
+    with LinkEmulator(_spec(pair, {}, {}), binary=binary, workdir=tmp_path) as emu:  # slow: not steered
+        assert emu.proc is not None and len(os.sched_getaffinity(emu.proc.pid)) == os.cpu_count()

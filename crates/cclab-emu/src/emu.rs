@@ -50,6 +50,8 @@ pub struct Options {
     pub rt_priority: i32,
     /// Nice value under SCHED_OTHER (-20..=19).
     pub nice: i32,
+    /// Pin the emulator to this CPU.
+    pub cpu: Option<usize>,
 }
 
 /// SCHED_FIFO at `prio` for this thread, so other processes on a busy machine do not delay
@@ -127,6 +129,12 @@ pub fn run(spec: &Spec, opts: &Options) -> Result<(), EmuError> {
         None => None,
     };
 
+    if let Some(cpu) = opts.cpu {
+        let mut set = nix::sched::CpuSet::new();
+        set.set(cpu).map_err(sys("--cpu"))?;
+        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+            .map_err(sys("sched_setaffinity (--cpu)"))?;
+    }
     go_realtime(opts.rt_priority);
     // SAFETY: setpriority on this process; failure only leaves the nice value as it was.
     if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, opts.nice) } != 0 {
