@@ -176,8 +176,9 @@ def test_rtt_is_twice_the_one_way_delay(binary: Path, pair, tmp_path: Path) -> N
     assert stats is not None
     assert len(rtts) == 20
     assert abs(statistics.median(rtts) - 100.0) < 0.5, rtts
-    # Nearly every sample too (a fully loaded shared 2-core machine may delay one wake-up).
-    assert sum(abs(r - 100.0) < 0.5 for r in rtts) >= 18, rtts
+    # Nearly every sample within 1 ms (measured on this 2-core machine, idle handshakes: error
+    # median 0.23 ms, p99 0.51 ms; under load a wake-up can be 0.5 ms late, see docs/emulator.md).
+    assert sum(abs(r - 100.0) < 1.0 for r in rtts) >= 18, rtts
     for link in stats["links"]:
         assert link["delivered_pkts"] >= 40 and link["in_flight_pkts"] == 0, link
         assert link["lateness"]["p50_us"] < 200, link

@@ -75,7 +75,7 @@ pub enum TraceMode {
     /// A row whenever cwnd, ssthresh or the CA state changes.
     #[default]
     Change,
-    /// A row after every ACK and timer.
+    /// A row after every ACK; after a timer only when cwnd, ssthresh or the CA state changed.
     Ack,
     /// A row every `trace_interval_ms`.
     Interval,

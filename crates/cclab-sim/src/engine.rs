@@ -1,16 +1,15 @@
-//! The event queue: integer-nanosecond time, events at equal times run in insertion order
-//! (a binary heap keyed by (time, sequence)). Timers are cancelled lazily by their owners
-//! (a fired event whose deadline moved is ignored), never by scanning the queue.
-
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+//! The event queue: integer-nanosecond time, events at equal times run in the order they were
+//! scheduled. Every event source is a slot that holds at most one pending deadline (a link's
+//! next arrival, a flow's sender timer, its receiver timer, its start, the trace sampler), so
+//! the queue is an indexed binary heap over those slots keyed by (time, sequence): moving or
+//! cancelling a timer updates its slot in place, and nothing stale is ever popped.
 
 /// What happens at an event (small and `Copy`; the index names the element).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Event {
     /// The front packet of link `i` reaches the far end.
     LinkArrival(u32),
-    /// Flow `i`'s sender timer (RTO or RACK reordering timer).
+    /// Flow `i`'s sender timer (retransmission, loss probe, RACK reordering or pacing).
     SenderTimer(u32),
     /// Flow `i`'s receiver timer (delayed ACK or SACK compression).
     ReceiverTimer(u32),
@@ -20,31 +19,98 @@ pub enum Event {
     Sample,
 }
 
-/// A deterministic future-event list.
+const NOT_QUEUED: u32 = u32::MAX;
+
+/// A deterministic future-event list with one slot per event source.
 #[derive(Debug, Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Reverse<(u64, u64, Event)>>,
+    n_links: u32,
+    /// (deadline ns, sequence number when scheduled, slot) in heap order.
+    heap: Vec<(u64, u64, u32)>,
+    /// Per slot: its index in `heap`, or `NOT_QUEUED`.
+    pos: Vec<u32>,
     seq: u64,
     /// Events popped so far.
     pub processed: u64,
 }
 
 impl EventQueue {
-    /// Schedule `ev` at `t_ns`.
-    pub fn push(&mut self, t_ns: u64, ev: Event) {
-        self.heap.push(Reverse((t_ns, self.seq, ev)));
-        self.seq += 1;
+    /// A queue for `n_links` links and `n_flows` flows.
+    pub fn new(n_links: usize, n_flows: usize) -> Self {
+        let n = n_links + 3 * n_flows + 1;
+        EventQueue {
+            n_links: n_links as u32,
+            heap: Vec::with_capacity(n),
+            pos: vec![NOT_QUEUED; n],
+            seq: 0,
+            processed: 0,
+        }
     }
 
-    /// The next event at or before `until_ns`, in (time, insertion) order.
+    fn slot(&self, ev: Event) -> usize {
+        let l = self.n_links as usize;
+        match ev {
+            Event::LinkArrival(i) => i as usize,
+            Event::SenderTimer(f) => l + 3 * f as usize,
+            Event::ReceiverTimer(f) => l + 3 * f as usize + 1,
+            Event::AppStart(f) => l + 3 * f as usize + 2,
+            Event::Sample => self.pos.len() - 1,
+        }
+    }
+
+    fn event(&self, slot: usize) -> Event {
+        let l = self.n_links as usize;
+        if slot < l {
+            return Event::LinkArrival(slot as u32);
+        }
+        if slot == self.pos.len() - 1 {
+            return Event::Sample;
+        }
+        let f = ((slot - l) / 3) as u32;
+        match (slot - l) % 3 {
+            0 => Event::SenderTimer(f),
+            1 => Event::ReceiverTimer(f),
+            _ => Event::AppStart(f),
+        }
+    }
+
+    /// Schedule `ev` at `t_ns`, replacing its pending deadline if it has one (it then runs
+    /// after the events already scheduled for `t_ns`).
+    pub fn push(&mut self, t_ns: u64, ev: Event) {
+        let s = self.slot(ev);
+        let entry = (t_ns, self.seq, s as u32);
+        self.seq += 1;
+        let i = self.pos[s];
+        if i == NOT_QUEUED {
+            self.heap.push(entry);
+            let i = self.heap.len() - 1;
+            self.pos[s] = i as u32;
+            self.sift_up(i);
+        } else {
+            self.heap[i as usize] = entry;
+            let i = self.sift_up(i as usize);
+            self.sift_down(i);
+        }
+    }
+
+    /// Drop `ev`'s pending deadline, if any.
+    pub fn cancel(&mut self, ev: Event) {
+        let s = self.slot(ev);
+        let i = self.pos[s];
+        if i != NOT_QUEUED {
+            self.remove_at(i as usize);
+        }
+    }
+
+    /// The next event at or before `until_ns`, in (time, scheduling) order.
     pub fn pop_until(&mut self, until_ns: u64) -> Option<(u64, Event)> {
-        let Reverse((t, _, _)) = self.heap.peek()?;
-        if *t > until_ns {
+        let &(t, _, s) = self.heap.first()?;
+        if t > until_ns {
             return None;
         }
-        let Reverse((t, _, ev)) = self.heap.pop()?;
+        self.remove_at(0);
         self.processed += 1;
-        Some((t, ev))
+        Some((t, self.event(s as usize)))
     }
 
     /// Events waiting.
@@ -56,6 +122,60 @@ impl EventQueue {
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }
+
+    fn remove_at(&mut self, i: usize) {
+        let s = self.heap[i].2 as usize;
+        self.pos[s] = NOT_QUEUED;
+        let last = self.heap.pop().expect("non-empty heap");
+        if i < self.heap.len() {
+            self.heap[i] = last;
+            self.pos[last.2 as usize] = i as u32;
+            let i = self.sift_up(i);
+            self.sift_down(i);
+        }
+    }
+
+    fn less(&self, a: usize, b: usize) -> bool {
+        let (x, y) = (&self.heap[a], &self.heap[b]);
+        (x.0, x.1) < (y.0, y.1)
+    }
+
+    fn swap(&mut self, a: usize, b: usize) {
+        self.heap.swap(a, b);
+        self.pos[self.heap[a].2 as usize] = a as u32;
+        self.pos[self.heap[b].2 as usize] = b as u32;
+    }
+
+    fn sift_up(&mut self, mut i: usize) -> usize {
+        while i > 0 {
+            let p = (i - 1) / 2;
+            if !self.less(i, p) {
+                break;
+            }
+            self.swap(i, p);
+            i = p;
+        }
+        i
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        let n = self.heap.len();
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut m = i;
+            if l < n && self.less(l, m) {
+                m = l;
+            }
+            if r < n && self.less(r, m) {
+                m = r;
+            }
+            if m == i {
+                return;
+            }
+            self.swap(i, m);
+            i = m;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -64,7 +184,7 @@ mod tests {
 
     #[test]
     fn equal_times_run_in_insertion_order() {
-        let mut q = EventQueue::default();
+        let mut q = EventQueue::new(0, 3);
         q.push(10, Event::Sample);
         q.push(5, Event::AppStart(2));
         q.push(10, Event::AppStart(1));
@@ -84,9 +204,70 @@ mod tests {
 
     #[test]
     fn pop_until_stops_at_the_horizon() {
-        let mut q = EventQueue::default();
+        let mut q = EventQueue::new(0, 0);
         q.push(10, Event::Sample);
         assert!(q.pop_until(9).is_none());
         assert!(q.pop_until(10).is_some());
+    }
+
+    #[test]
+    fn rescheduling_moves_the_one_pending_deadline() {
+        let mut q = EventQueue::new(2, 2);
+        q.push(50, Event::SenderTimer(1));
+        q.push(30, Event::LinkArrival(0));
+        q.push(20, Event::SenderTimer(1)); // earlier: replaces 50
+        q.push(40, Event::ReceiverTimer(0));
+        q.push(60, Event::ReceiverTimer(0)); // later: replaces 40
+        q.cancel(Event::LinkArrival(0));
+        q.cancel(Event::LinkArrival(1)); // not queued: nothing happens
+        assert_eq!(q.len(), 2);
+        let order: Vec<_> = std::iter::from_fn(|| q.pop_until(100)).collect();
+        assert_eq!(
+            order,
+            vec![(20, Event::SenderTimer(1)), (60, Event::ReceiverTimer(0))]
+        );
+    }
+
+    /// Against a sorted reference: random pushes, moves and cancels pop in (time, order) order.
+    #[test]
+    fn matches_a_sorted_reference() {
+        let (links, flows) = (5usize, 4usize);
+        let mut q = EventQueue::new(links, flows);
+        let mut pending: std::collections::BTreeMap<usize, (u64, u64)> = Default::default();
+        let mut state = 12345u64;
+        let mut rnd = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let mut seq = 0u64;
+        let mut now = 0u64;
+        for _ in 0..20_000 {
+            let slot = rnd((links + 3 * flows + 1) as u64) as usize;
+            let ev = q.event(slot);
+            match rnd(4) {
+                0 => {
+                    q.cancel(ev);
+                    pending.remove(&slot);
+                }
+                1 => {
+                    if let Some((t, ev)) = q.pop_until(now + rnd(50)) {
+                        let (&want, &(wt, _)) =
+                            pending.iter().min_by_key(|(_, k)| **k).expect("pending");
+                        assert_eq!((t, q.slot(ev)), (wt, want));
+                        pending.remove(&want);
+                        now = t;
+                    }
+                }
+                _ => {
+                    let t = now + rnd(100);
+                    q.push(t, ev);
+                    pending.insert(slot, (t, seq));
+                    seq += 1;
+                }
+            }
+            assert_eq!(q.len(), pending.len());
+        }
     }
 }

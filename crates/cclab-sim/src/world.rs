@@ -140,7 +140,7 @@ impl World {
         }
         let hz = sc.sim.kernel_hz;
         let mut flows = Vec::new();
-        let mut q = EventQueue::default();
+        let mut q = EventQueue::new(links.len(), sc.flows.len());
         for (i, f) in sc.flows.iter().enumerate() {
             let si = sc
                 .senders
@@ -271,7 +271,7 @@ impl World {
                     fl.sender.on_start(t, &mut buf);
                     self.send_data(t, f, &mut buf);
                     self.data_buf = buf;
-                    self.after_sender(t, f);
+                    self.after_sender(t, f, false);
                 }
                 Event::Sample => self.on_sample(t),
             }
@@ -317,18 +317,18 @@ impl World {
 
     fn schedule_link(&mut self, l: u32) {
         let slot = &mut self.links[l as usize];
-        if let Some(na) = slot.link.next_arrival_ns() {
-            if slot.scheduled.is_none_or(|s| na < s) {
-                slot.scheduled = Some(na);
-                self.q.push(na, Event::LinkArrival(l));
+        let na = slot.link.next_arrival_ns();
+        if na != slot.scheduled {
+            slot.scheduled = na;
+            match na {
+                Some(na) => self.q.push(na, Event::LinkArrival(l)),
+                None => self.q.cancel(Event::LinkArrival(l)),
             }
         }
     }
 
     fn on_link_arrival(&mut self, t: u64, l: u32) {
-        if self.links[l as usize].scheduled != Some(t) {
-            return; // stale
-        }
+        debug_assert_eq!(self.links[l as usize].scheduled, Some(t));
         self.links[l as usize].scheduled = None;
         while let Some(p) = self.links[l as usize].link.pop_arrived(t) {
             self.forward(t, p);
@@ -362,7 +362,7 @@ impl World {
                 self.flows[fi].sender.on_ack(t, &a, &mut buf);
                 self.send_data(t, p.flow, &mut buf);
                 self.data_buf = buf;
-                self.after_sender(t, p.flow);
+                self.after_sender(t, p.flow, true);
             }
         }
     }
@@ -439,22 +439,18 @@ impl World {
 
     fn on_sender_timer(&mut self, t: u64, f: u32) {
         let fl = &mut self.flows[f as usize];
-        if fl.sender_sched != Some(t) {
-            return;
-        }
+        debug_assert_eq!(fl.sender_sched, Some(t));
         fl.sender_sched = None;
         let mut buf = std::mem::take(&mut self.data_buf);
         self.flows[f as usize].sender.on_timer(t, &mut buf);
         self.send_data(t, f, &mut buf);
         self.data_buf = buf;
-        self.after_sender(t, f);
+        self.after_sender(t, f, false);
     }
 
     fn on_receiver_timer(&mut self, t: u64, f: u32) {
         let fl = &mut self.flows[f as usize];
-        if fl.receiver_sched != Some(t) {
-            return;
-        }
+        debug_assert_eq!(fl.receiver_sched, Some(t));
         fl.receiver_sched = None;
         let mut buf = std::mem::take(&mut self.ack_buf);
         self.flows[f as usize].receiver.on_timer(t, &mut buf);
@@ -463,21 +459,25 @@ impl World {
         self.after_receiver(f);
     }
 
-    /// Reschedule the sender's timer, drain its events, trace it.
-    fn after_sender(&mut self, t: u64, f: u32) {
+    /// Reschedule the sender's timer, drain its events, trace it. `on_ack`: this follows an
+    /// ACK's arrival (`trace = "ack"` writes a row for every ACK; after a timer or the start,
+    /// only when cwnd, ssthresh or the state changed, so pacing-timer sends add no rows).
+    fn after_sender(&mut self, t: u64, f: u32, on_ack: bool) {
         let fl = &mut self.flows[f as usize];
-        if let Some(d) = fl.sender.timer_deadline_ns() {
-            if fl.sender_sched.is_none_or(|s| d < s) {
-                fl.sender_sched = Some(d);
-                self.q.push(d, Event::SenderTimer(f));
+        let d = fl.sender.timer_deadline_ns();
+        if d != fl.sender_sched {
+            fl.sender_sched = d;
+            match d {
+                Some(d) => self.q.push(d, Event::SenderTimer(f)),
+                None => self.q.cancel(Event::SenderTimer(f)),
             }
         }
         for (et, kind, detail) in fl.sender.events.drain(..) {
             self.events.push(et, f as i32, kind.name(), detail);
         }
         match self.mode {
-            TraceMode::Ack => self.record_flow(t, f),
-            TraceMode::Change => {
+            TraceMode::Ack if on_ack => self.record_flow(t, f),
+            TraceMode::Ack | TraceMode::Change => {
                 let tp = &self.flows[f as usize].sender.tp;
                 let key = (tp.snd_cwnd, tp.snd_ssthresh, tp.ca_state as u8);
                 if self.flows[f as usize].last_traced != Some(key) {
@@ -490,10 +490,12 @@ impl World {
 
     fn after_receiver(&mut self, f: u32) {
         let fl = &mut self.flows[f as usize];
-        if let Some(d) = fl.receiver.timer_deadline_ns() {
-            if fl.receiver_sched.is_none_or(|s| d < s) {
-                fl.receiver_sched = Some(d);
-                self.q.push(d, Event::ReceiverTimer(f));
+        let d = fl.receiver.timer_deadline_ns();
+        if d != fl.receiver_sched {
+            fl.receiver_sched = d;
+            match d {
+                Some(d) => self.q.push(d, Event::ReceiverTimer(f)),
+                None => self.q.cancel(Event::ReceiverTimer(f)),
             }
         }
     }
