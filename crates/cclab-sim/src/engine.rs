@@ -93,6 +93,24 @@ impl EventQueue {
         }
     }
 
+    /// `ev`'s pending deadline, if it has one.
+    pub fn deadline(&self, ev: Event) -> Option<u64> {
+        let i = self.pos[self.slot(ev)];
+        (i != NOT_QUEUED).then(|| self.heap[i as usize].0)
+    }
+
+    /// Make `ev`'s pending deadline `t_ns` (`None`: cancel it); nothing changes when it already
+    /// is (an unchanged deadline keeps its place among equal times).
+    pub fn set(&mut self, ev: Event, t_ns: Option<u64>) {
+        if self.deadline(ev) == t_ns {
+            return;
+        }
+        match t_ns {
+            Some(t) => self.push(t, ev),
+            None => self.cancel(ev),
+        }
+    }
+
     /// Drop `ev`'s pending deadline, if any.
     pub fn cancel(&mut self, ev: Event) {
         let s = self.slot(ev);
@@ -218,13 +236,21 @@ mod tests {
         q.push(20, Event::SenderTimer(1)); // earlier: replaces 50
         q.push(40, Event::ReceiverTimer(0));
         q.push(60, Event::ReceiverTimer(0)); // later: replaces 40
-        q.cancel(Event::LinkArrival(0));
+        q.set(Event::LinkArrival(0), None);
         q.cancel(Event::LinkArrival(1)); // not queued: nothing happens
-        assert_eq!(q.len(), 2);
+        q.set(Event::SenderTimer(0), Some(60)); // after ReceiverTimer(0), scheduled earlier
+        q.set(Event::ReceiverTimer(0), Some(60)); // unchanged: keeps its place
+        assert_eq!(q.deadline(Event::SenderTimer(1)), Some(20));
+        assert_eq!(q.deadline(Event::LinkArrival(0)), None);
+        assert_eq!(q.len(), 3);
         let order: Vec<_> = std::iter::from_fn(|| q.pop_until(100)).collect();
         assert_eq!(
             order,
-            vec![(20, Event::SenderTimer(1)), (60, Event::ReceiverTimer(0))]
+            vec![
+                (20, Event::SenderTimer(1)),
+                (60, Event::ReceiverTimer(0)),
+                (60, Event::SenderTimer(0))
+            ]
         );
     }
 

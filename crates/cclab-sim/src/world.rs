@@ -45,8 +45,6 @@ struct LinkSlot {
     name: String,
     /// A link today; shared media (WLAN cell, mesh chain) implement the same trait.
     link: Box<dyn Element<Packet>>,
-    /// Time of the pending arrival event, if any.
-    scheduled: Option<u64>,
 }
 
 struct FlowSlot {
@@ -59,8 +57,6 @@ struct FlowSlot {
     /// Round-trip time of the handshake on the idle path, ns (see `Sender::syn_rtt_sample`).
     syn_rtt_ns: u64,
     timestamps: bool,
-    sender_sched: Option<u64>,
-    receiver_sched: Option<u64>,
     last_traced: Option<(u32, u32, u8)>,
 }
 
@@ -107,11 +103,7 @@ impl World {
                 let cfg = link_config(spec, &name)?;
                 let link: Box<dyn Element<Packet>> =
                     Box::new(Link::new(cfg, rng::stream(sc.seed, &name)));
-                links.push(LinkSlot {
-                    name,
-                    link,
-                    scheduled: None,
-                });
+                links.push(LinkSlot { name, link });
                 Ok(Some(links.len() as u32 - 1))
             };
         let mut duplex = |prefix: &str,
@@ -230,8 +222,6 @@ impl World {
                 start_ns,
                 syn_rtt_ns,
                 timestamps: f.timestamps,
-                sender_sched: None,
-                receiver_sched: None,
                 last_traced: None,
             });
         }
@@ -316,20 +306,11 @@ impl World {
     }
 
     fn schedule_link(&mut self, l: u32) {
-        let slot = &mut self.links[l as usize];
-        let na = slot.link.next_arrival_ns();
-        if na != slot.scheduled {
-            slot.scheduled = na;
-            match na {
-                Some(na) => self.q.push(na, Event::LinkArrival(l)),
-                None => self.q.cancel(Event::LinkArrival(l)),
-            }
-        }
+        let na = self.links[l as usize].link.next_arrival_ns();
+        self.q.set(Event::LinkArrival(l), na);
     }
 
     fn on_link_arrival(&mut self, t: u64, l: u32) {
-        debug_assert_eq!(self.links[l as usize].scheduled, Some(t));
-        self.links[l as usize].scheduled = None;
         while let Some(p) = self.links[l as usize].link.pop_arrived(t) {
             self.forward(t, p);
         }
@@ -438,9 +419,6 @@ impl World {
     }
 
     fn on_sender_timer(&mut self, t: u64, f: u32) {
-        let fl = &mut self.flows[f as usize];
-        debug_assert_eq!(fl.sender_sched, Some(t));
-        fl.sender_sched = None;
         let mut buf = std::mem::take(&mut self.data_buf);
         self.flows[f as usize].sender.on_timer(t, &mut buf);
         self.send_data(t, f, &mut buf);
@@ -449,9 +427,6 @@ impl World {
     }
 
     fn on_receiver_timer(&mut self, t: u64, f: u32) {
-        let fl = &mut self.flows[f as usize];
-        debug_assert_eq!(fl.receiver_sched, Some(t));
-        fl.receiver_sched = None;
         let mut buf = std::mem::take(&mut self.ack_buf);
         self.flows[f as usize].receiver.on_timer(t, &mut buf);
         self.send_acks(t, f, &mut buf);
@@ -464,14 +439,8 @@ impl World {
     /// only when cwnd, ssthresh or the state changed, so pacing-timer sends add no rows).
     fn after_sender(&mut self, t: u64, f: u32, on_ack: bool) {
         let fl = &mut self.flows[f as usize];
-        let d = fl.sender.timer_deadline_ns();
-        if d != fl.sender_sched {
-            fl.sender_sched = d;
-            match d {
-                Some(d) => self.q.push(d, Event::SenderTimer(f)),
-                None => self.q.cancel(Event::SenderTimer(f)),
-            }
-        }
+        self.q
+            .set(Event::SenderTimer(f), fl.sender.timer_deadline_ns());
         for (et, kind, detail) in fl.sender.events.drain(..) {
             self.events.push(et, f as i32, kind.name(), detail);
         }
@@ -489,15 +458,8 @@ impl World {
     }
 
     fn after_receiver(&mut self, f: u32) {
-        let fl = &mut self.flows[f as usize];
-        let d = fl.receiver.timer_deadline_ns();
-        if d != fl.receiver_sched {
-            fl.receiver_sched = d;
-            match d {
-                Some(d) => self.q.push(d, Event::ReceiverTimer(f)),
-                None => self.q.cancel(Event::ReceiverTimer(f)),
-            }
-        }
+        let d = self.flows[f as usize].receiver.timer_deadline_ns();
+        self.q.set(Event::ReceiverTimer(f), d);
     }
 
     fn record_flow(&mut self, t: u64, f: u32) {
