@@ -42,6 +42,7 @@ fn shares(cc: &str, duration_s: f64) -> Vec<f64> {
 pub const FAIR: &[&str] = &[
     "reno",
     "cubic",
+    "cubic-xnu",
     "bic",
     "highspeed",
     "htcp",
