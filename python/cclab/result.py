@@ -85,6 +85,7 @@ class RunResult:
                 "queue_bytes": lk["queue_bytes"],
                 "drops": lk["drops"],
                 "tx_bytes": lk["tx_bytes"],
+                "ce_marks": lk["ce_marks"],
             }
         )
         ev = raw["events"]

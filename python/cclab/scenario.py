@@ -101,6 +101,9 @@ class Link(_Model):
     loss_model: LossModel | None = None
     outages: list[Outage] = Field(default_factory=list)
     delay_spikes: list[DelaySpike] = Field(default_factory=list)
+    #: ECN step marking: ECT packets arriving while the queue holds at least this many packets
+    #: are marked CE (not inherited by the reverse direction); None: drop-tail only.
+    ecn_threshold_pkts: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
     def _exclusive(self) -> "Link":
@@ -111,6 +114,14 @@ class Link(_Model):
         if self.rate_bps is not None and self.capacity_trace is not None:
             raise ValueError("give either rate_bps or capacity_trace, not both")
         return self
+
+    @field_validator("ecn_threshold_pkts")
+    @classmethod
+    def _below_queue(cls, k: int | None, info: Any) -> int | None:
+        q = info.data.get("queue_pkts")
+        if k is not None and q is not None and k >= q:
+            raise ValueError(f"{k} is not accepted: below queue_pkts ({q}), which the queue never exceeds")
+        return k
 
 
 class Duplex(Link):
@@ -146,6 +157,9 @@ class Flow(_Model):
     rto_min_ms: float = Field(default=200.0, ge=1)
     rto_initial_ms: float = Field(default=1000.0, ge=1)
     rto_max_ms: float = Field(default=120_000.0, ge=1)
+    #: ECN at both ends: "off"; "on" (RFC 3168, Linux net.ipv4.tcp_ecn = 1); "low" (google/bbr's
+    #: ecn_low route feature: precise CE echo, used by bbr2/bbr3; simulator only).
+    ecn: Literal["off", "on", "low"] = "off"
 
     @model_validator(mode="after")
     def _rto_order(self) -> "Flow":
@@ -164,16 +178,24 @@ class SimSettings(_Model):
 
 class KernelSettings(_Model):
     """Kernel-backend-only settings, set inside the run's namespaces and gone with them
-    (docs/kernel.md). The simulator ignores them (it models neither TSQ nor ECN)."""
+    (docs/kernel.md). The simulator ignores them (it does not model TSQ)."""
 
     #: net.ipv4.tcp_no_metrics_save: do not carry cwnd/ssthresh/RTT from one connection to the next.
     tcp_no_metrics_save: bool = True
     #: net.ipv4.tcp_limit_output_bytes, the TCP Small Queues limit; None keeps the kernel's default.
     tcp_limit_output_bytes: int | None = Field(default=None, ge=1)
-    #: net.ipv4.tcp_ecn: 0 off, 1 request and accept, 2 accept only (the kernel's default); None keeps it.
-    tcp_ecn: Literal[0, 1, 2] | None = None
+    #: Replaced by ``flows[].ecn`` (one name for one thing); refused when given.
+    tcp_ecn: Any = Field(default=None, exclude=True)
     #: Any other per-namespace sysctl, by its dotted name (``net.ipv4.tcp_recovery = 1``).
     sysctls: dict[str, int | str] = Field(default_factory=dict)
+
+    @field_validator("tcp_ecn")
+    @classmethod
+    def _tcp_ecn_moved(cls, v: Any) -> None:
+        if v is not None:
+            raise ValueError(f"{v!r} is not accepted: ECN is set per flow, flows[].ecn = \"on\" (net.ipv4.tcp_ecn = 1 "
+                             "in the flow's namespaces, as the simulator's RFC 3168 ECN) or \"off\"; remove kernel.tcp_ecn")
+        return None
 
     @field_validator("sysctls")
     @classmethod
@@ -272,6 +294,7 @@ class Scenario(_Model):
             "loss_model": loss_model,
             "outages": [o.model_dump() for o in link.outages],
             "delay_spikes": [d.model_dump() for d in link.delay_spikes],
+            "ecn_threshold_pkts": link.ecn_threshold_pkts,
         }
 
     def _duplex_json(self, d: Duplex, path: str) -> dict[str, Any]:

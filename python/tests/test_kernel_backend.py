@@ -104,16 +104,17 @@ def test_cubic_with_another_c_is_planned_as_cclab_cubic():
 
 
 def test_kernel_settings_become_namespace_sysctls():
-    sc = load_scenario({**_path(0.0, 5), "kernel": {"tcp_limit_output_bytes": "256KiB", "tcp_ecn": 1,
-                                                     "sysctls": {"net.ipv4.tcp_recovery": 0}}})
+    sc = load_scenario({**_path(0.0, 5), "kernel": {"tcp_limit_output_bytes": "256KiB",
+                                                     "sysctls": {"net.ipv4.tcp_recovery": 0}},
+                        "flows": [{"cc": "cubic", "ecn": "on"}]})
     f = sc.to_core_dict()["flows"][0]
     snd = namespace_sysctls(f, sc.kernel.model_dump(), sender=True)
     assert snd["net/ipv4/tcp_limit_output_bytes"] == str(256 * 1024)
     assert snd["net/ipv4/tcp_ecn"] == "1" and snd["net/ipv4/tcp_recovery"] == "0"
     assert snd["net/ipv4/tcp_no_metrics_save"] == "1" and snd["net/ipv4/tcp_frto"] == "2"
     assert "net/ipv4/tcp_frto" not in namespace_sysctls(f, sc.kernel.model_dump(), sender=False)
-    with pytest.raises(ScenarioError, match="kernel.tcp_ecn"):
-        load_scenario({**_path(0.0, 5), "kernel": {"tcp_ecn": 3}})
+    with pytest.raises(ScenarioError, match="kernel.tcp_ecn"):  # replaced by flows[].ecn
+        load_scenario({**_path(0.0, 5), "kernel": {"tcp_ecn": 1}})
     with pytest.raises(ScenarioError, match="per-namespace net"):
         load_scenario({**_path(0.0, 5), "kernel": {"sysctls": {"vm.swappiness": 1}}})
 

@@ -18,7 +18,7 @@ FLOW_COLUMNS = [
 def test_simulate_returns_dataframes(small):
     r = cclab.simulate(small)
     assert list(r.flows.columns) == FLOW_COLUMNS
-    assert list(r.links.columns) == ["run", "link", "t_s", "queue_pkts", "queue_bytes", "drops", "tx_bytes"]
+    assert list(r.links.columns) == ["run", "link", "t_s", "queue_pkts", "queue_bytes", "drops", "tx_bytes", "ce_marks"]
     assert list(r.events.columns) == ["run", "t_s", "flow", "kind", "detail"]
     assert len(r.flows) > 100 and r.flows["t_s"].is_monotonic_increasing
     assert set(r.flows["ca_state"].unique()) <= set(CA_STATES)

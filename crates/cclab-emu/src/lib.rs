@@ -12,6 +12,7 @@
 //! - [`stats`], [`series`] (the links table), [`clock`].
 
 pub mod clock;
+pub mod ecn;
 pub mod emu;
 pub mod router;
 pub mod series;

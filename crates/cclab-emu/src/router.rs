@@ -27,6 +27,14 @@ impl NetPacket for Pkt {
     fn wire_bytes(&self) -> u32 {
         u32::try_from(self.data.len()).unwrap_or(u32::MAX)
     }
+    /// The IPv4 header's ECN field, so a link with `ecn_threshold_pkts` marks real packets.
+    fn ecn(&self) -> cclab_net::Ecn {
+        crate::ecn::ipv4_ecn(&self.data)
+    }
+    /// CE into the real IPv4 header, checksum fixed.
+    fn set_ce(&mut self) {
+        crate::ecn::ipv4_set_ce(&mut self.data);
+    }
 }
 
 /// A packet that leaves now: write `pkt.data` to port `port`.

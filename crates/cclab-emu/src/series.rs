@@ -1,6 +1,7 @@
 //! The links table of a kernel run: every link's queue sampled every `links_interval_ms`, in
 //! the simulator's columns (cclab-sim world.rs `on_sample`): t_s, link, queue_pkts,
-//! queue_bytes, drops (loss + queue, cumulative), tx_bytes (cumulative). CSV, written as the
+//! queue_bytes, drops (loss + queue, cumulative), tx_bytes (cumulative), ce_marks (cumulative).
+//! CSV, written as the
 //! run goes; t_s counts from the emulator's `ready`.
 
 use std::fs::File;
@@ -9,7 +10,7 @@ use std::io::{BufWriter, Seek, SeekFrom, Write};
 use crate::emu::EmuError;
 use crate::router::Router;
 
-const HEADER: &str = "t_s,link,queue_pkts,queue_bytes,drops,tx_bytes\n";
+const HEADER: &str = "t_s,link,queue_pkts,queue_bytes,drops,tx_bytes,ce_marks\n";
 
 pub struct LinkSeries {
     w: BufWriter<File>,
@@ -59,10 +60,11 @@ impl LinkSeries {
             let st = link.stats();
             writeln!(
                 self.w,
-                "{t_s:.6},{},{q_pkts},{q_bytes},{},{}",
+                "{t_s:.6},{},{q_pkts},{q_bytes},{},{},{}",
                 router.link_names[l],
                 st.dropped_loss_pkts + st.dropped_queue_pkts,
-                st.tx_bytes
+                st.tx_bytes,
+                st.ce_marks
             )
             .map_err(|e| self.fail(e))?;
         }

@@ -32,7 +32,7 @@ pub use element::Element;
 pub use error::NetError;
 pub use link::{DelaySpike, DropReason, Dropped, Link, LinkConfig, LinkStats, Outage, QueueLimit};
 pub use loss::{Loss, LossModel};
-pub use packet::NetPacket;
+pub use packet::{Ecn, NetPacket};
 
 /// Nanoseconds per microsecond.
 pub const NS_PER_US: u64 = 1_000;

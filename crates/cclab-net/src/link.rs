@@ -7,8 +7,11 @@
 //!    queue);
 //! 2. drop-tail admission against the queue limit, where the queue counts the packets waiting
 //!    plus the one being transmitted (like Dummynet's pipe queue);
-//! 3. FIFO service at the capacity;
-//! 4. propagation delay (plus any delay spike), without reordering.
+//! 3. ECN marking, when the link has an `ecn_threshold_pkts`: an admitted ECT packet is marked
+//!    CE if the queue already holds at least that many packets (step marking on the
+//!    instantaneous queue at enqueue, as DCTCP and L4S switches do; RFC 3168 section 5);
+//! 4. FIFO service at the capacity;
+//! 5. propagation delay (plus any delay spike), without reordering.
 //!
 //! Each packet's departure (the end of its transmission) is computed when it is enqueued:
 //! `depart = max(now, previous depart) + tx_time`, moved past outages (or to trace
@@ -58,6 +61,10 @@ pub struct LinkConfig {
     pub outages: Vec<Outage>,
     /// Periods when departing packets take longer to arrive.
     pub delay_spikes: Vec<DelaySpike>,
+    /// ECN step marking: an ECT packet admitted while the queue holds at least this many packets
+    /// (the one in transmission included) is marked CE. `None`: no marking (drop-tail only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ecn_threshold_pkts: Option<u32>,
 }
 
 impl LinkConfig {
@@ -72,6 +79,23 @@ impl LinkConfig {
                 return Err(NetError::invalid("queue.packets", 0, "at least 1"))
             }
             QueueLimit::Bytes(0) => return Err(NetError::invalid("queue.bytes", 0, "at least 1")),
+            _ => {}
+        }
+        match (self.ecn_threshold_pkts, self.queue) {
+            (Some(0), _) => {
+                return Err(NetError::invalid(
+                    "ecn_threshold_pkts",
+                    0,
+                    "at least 1 (or none: no marking)",
+                ))
+            }
+            (Some(k), QueueLimit::Packets(limit)) if k >= limit => {
+                return Err(NetError::invalid(
+                    "ecn_threshold_pkts",
+                    k,
+                    &format!("below queue.packets ({limit}): the queue never holds more"),
+                ))
+            }
             _ => {}
         }
         self.loss.validate().map_err(|e| e.in_field("loss"))
@@ -109,6 +133,8 @@ pub struct LinkStats {
     pub tx_bytes: u64,
     /// Packets handed out at the far end.
     pub delivered_pkts: u64,
+    /// ECT packets this link marked CE (`ecn_threshold_pkts`).
+    pub ce_marks: u64,
     /// Bytes handed out at the far end.
     pub delivered_bytes: u64,
 }
@@ -221,7 +247,7 @@ impl<P: NetPacket> Link<P> {
 
     /// Offer a packet at `now_ns`: loss, then drop-tail admission, then the departure and
     /// arrival times are fixed. Lost or refused packets come back in `Err`.
-    pub fn enqueue(&mut self, now_ns: u64, pkt: P) -> Result<(), Dropped<P>> {
+    pub fn enqueue(&mut self, now_ns: u64, mut pkt: P) -> Result<(), Dropped<P>> {
         let now = self.advance(now_ns);
         if self.loss.drop_next() {
             self.stats.dropped_loss_pkts = self.stats.dropped_loss_pkts.saturating_add(1);
@@ -242,6 +268,12 @@ impl<P: NetPacket> Link<P> {
                 pkt,
                 reason: DropReason::QueueFull,
             });
+        }
+        if let Some(k) = self.cfg.ecn_threshold_pkts {
+            if self.queued_pkts >= u64::from(k) && pkt.ecn().is_ect() {
+                pkt.set_ce();
+                self.stats.ce_marks = self.stats.ce_marks.saturating_add(1);
+            }
         }
         let ready = now.max(self.last_depart_ns);
         let depart = self.departure(ready, bytes);

@@ -90,6 +90,7 @@ fn simulate<'py>(
     l.set_item("queue_bytes", lt.queue_bytes.into_pyarray(py))?;
     l.set_item("drops", lt.drops.into_pyarray(py))?;
     l.set_item("tx_bytes", lt.tx_bytes.into_pyarray(py))?;
+    l.set_item("ce_marks", lt.ce_marks.into_pyarray(py))?;
     d.set_item("links", l)?;
     let e = PyDict::new(py);
     let ev = out.events;

@@ -146,6 +146,10 @@ pub struct LinkSpec {
     pub outages: Vec<OutageSpec>,
     #[serde(default)]
     pub delay_spikes: Vec<DelaySpikeSpec>,
+    /// ECN step marking: ECT packets admitted while the queue holds at least this many packets
+    /// are marked CE; None = no marking.
+    #[serde(default)]
+    pub ecn_threshold_pkts: Option<u32>,
 }
 
 impl LinkSpec {
@@ -187,6 +191,7 @@ impl LinkSpec {
                     extra_delay_ns: ms_to_ns(d.extra_delay_ms),
                 })
                 .collect(),
+            ecn_threshold_pkts: self.ecn_threshold_pkts,
         })
     }
 }
@@ -264,6 +269,9 @@ pub struct FlowSpec {
     pub rto_initial_ms: f64,
     #[serde(default = "d_rto_max")]
     pub rto_max_ms: f64,
+    /// ECN at both ends: off, on (RFC 3168, Linux `tcp_ecn = 1`), low (google/bbr `ecn_low`).
+    #[serde(default)]
+    pub ecn: crate::tcp::ecn::EcnMode,
 }
 
 fn d_mss() -> u32 {
@@ -335,6 +343,23 @@ impl LinkSpec {
         self.loss_model
             .validate()
             .map_err(|e| err(format!("{path}.loss_model"), e.to_string()))?;
+        if let Some(k) = self.ecn_threshold_pkts {
+            if k == 0 {
+                return Err(err(
+                    format!("{path}.ecn_threshold_pkts"),
+                    "0 is not accepted: at least 1 packet (or none: no marking)",
+                ));
+            }
+            if self.queue_pkts.is_some_and(|q| k >= q) {
+                return Err(err(
+                    format!("{path}.ecn_threshold_pkts"),
+                    format!(
+                        "{k} is not accepted: below queue_pkts ({}), which the queue never exceeds",
+                        self.queue_pkts.unwrap_or(0)
+                    ),
+                ));
+            }
+        }
         for (i, o) in self.outages.iter().enumerate() {
             check_nonneg(&format!("{path}.outages[{i}].start_s"), o.start_s)?;
             check_nonneg(&format!("{path}.outages[{i}].duration_s"), o.duration_s)?;

@@ -64,6 +64,8 @@ pub struct FlowStats {
     pub undo_count: u64,
     /// Tail loss probes sent.
     pub tlp_count: u64,
+    /// ECN-triggered window reductions (entries to CWR).
+    pub cwr_count: u64,
     pub sent_pkts: u64,
     pub acks_sent: u64,
     pub start_s: f64,
@@ -79,6 +81,8 @@ pub struct LinkStats {
     pub dropped_queue_pkts: u64,
     pub tx_bytes: u64,
     pub delivered_pkts: u64,
+    /// ECT packets marked CE.
+    pub ce_marks: u64,
 }
 
 /// Everything a run produces.

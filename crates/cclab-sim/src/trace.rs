@@ -39,6 +39,8 @@ pub struct LinkTrace {
     pub queue_bytes: Vec<u64>,
     pub drops: Vec<u64>,
     pub tx_bytes: Vec<u64>,
+    /// ECT packets marked CE so far (cumulative, like `drops`).
+    pub ce_marks: Vec<u64>,
 }
 
 /// Discrete events (rto, fast_retransmit, loss, ...).

@@ -19,6 +19,7 @@ use cclab_net::link::{DropReason, Link, LinkConfig};
 use cclab_net::loss::LossModel;
 use cclab_net::packet::NetPacket;
 use cclab_net::rng;
+use cclab_net::Ecn;
 
 /// Receive window used when the scenario sets none: large enough never to limit.
 const UNLIMITED_RWND_BYTES: u64 = 1 << 40;
@@ -38,6 +39,18 @@ pub struct Packet {
 impl NetPacket for Packet {
     fn wire_bytes(&self) -> u32 {
         self.wire
+    }
+    /// Data segments carry the codepoint the sender set; pure ACKs are Not-ECT.
+    fn ecn(&self) -> Ecn {
+        match &self.seg {
+            Segment::Data(d) => d.ecn,
+            Segment::Ack(_) => Ecn::NotEct,
+        }
+    }
+    fn set_ce(&mut self) {
+        if let Segment::Data(d) = &mut self.seg {
+            d.ecn = Ecn::Ce;
+        }
     }
 }
 
@@ -192,6 +205,7 @@ impl World {
                     rto_max_us: (f.rto_max_ms * 1000.0).round() as u64,
                     size_bytes,
                     hz,
+                    ecn: f.ecn,
                 },
                 algo,
             );
@@ -210,6 +224,7 @@ impl World {
                 },
                 size_bytes,
                 hz,
+                ecn: f.ecn,
             });
             let start_ns = s_to_ns(f.start_s);
             q.push(start_ns, Event::AppStart(i as u32));
@@ -284,6 +299,7 @@ impl World {
             let st = l.link.stats();
             let drops = st.dropped_loss_pkts + st.dropped_queue_pkts;
             let tx = st.tx_bytes;
+            let ce = st.ce_marks;
             let lt = &mut self.link_trace;
             lt.link.push(i as i32);
             lt.t_s.push(t as f64 * 1e-9);
@@ -291,6 +307,7 @@ impl World {
             lt.queue_bytes.push(l.link.queue_bytes(t));
             lt.drops.push(drops);
             lt.tx_bytes.push(tx);
+            lt.ce_marks.push(ce);
         }
         if self.mode == TraceMode::Interval {
             for f in 0..self.flows.len() {
@@ -518,6 +535,7 @@ impl World {
                     spurious_rto_count: fl.sender.stats.spurious_rto_count,
                     undo_count: fl.sender.stats.undo_count,
                     tlp_count: fl.sender.stats.tlp_count,
+                    cwr_count: fl.sender.stats.cwr_count,
                     sent_pkts: fl.sender.stats.sent_pkts,
                     acks_sent: fl.receiver.acks_sent,
                     start_s: fl.start_ns as f64 * 1e-9,
@@ -537,6 +555,7 @@ impl World {
                     dropped_queue_pkts: s.dropped_queue_pkts,
                     tx_bytes: s.tx_bytes,
                     delivered_pkts: s.delivered_pkts,
+                    ce_marks: s.ce_marks,
                 }
             })
             .collect();

@@ -59,13 +59,17 @@ def parity(sc: Scenario) -> list[str]:
         ):
             if f[key] != ok:
                 problems.append(f"{where}.{key} = {f[key]}: {msg}; use the simulator backend")
+        if f["ecn"] == "low":
+            problems.append(f"{where}.ecn = 'low': google/bbr's ecn_low route feature (precise CE echo) is not in "
+                            "upstream Linux 6.18; use ecn = 'on' (RFC 3168) or the simulator backend")
         for j, g in enumerate(d["flows"][:i]):
             if g["sender"] == f["sender"]:
                 for key, what in (("initial_cwnd_pkts", "a route metric of the sender's route"),
                                   ("rto_min_ms", "a sysctl of the sender's namespace"),
                                   ("sack", "a sysctl of the sender's namespace"),
                                   ("timestamps", "a sysctl of the sender's namespace"),
-                                  ("frto", "a sysctl of the sender's namespace")):
+                                  ("frto", "a sysctl of the sender's namespace"),
+                                  ("ecn", "a sysctl of the sender's namespace (tcp_ecn)")):
                     if g[key] != f[key]:
                         problems.append(f"{where}.{key} = {f[key]} differs from flows[{j}] on the same sender: on "
                                         f"the kernel it is {what}; give the flows their own senders")
@@ -269,6 +273,6 @@ def _result(sc: Scenario, d: dict[str, Any], frames: list[pd.DataFrame], totals:
     links = pd.DataFrame({
         "run": pd.Categorical([sc.name] * len(links_csv)),
         "link": pd.Categorical(links_csv["link"], categories=names),
-        **{c: links_csv[c].to_numpy() for c in ("t_s", "queue_pkts", "queue_bytes", "drops", "tx_bytes")},
+        **{c: links_csv[c].to_numpy() for c in ("t_s", "queue_pkts", "queue_bytes", "drops", "tx_bytes", "ce_marks")},
     })
     return RunResult(scenario=sc, seed=sc.seed, flows=flows, links=links, events=events, summary=summary)

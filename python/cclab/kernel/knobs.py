@@ -50,8 +50,10 @@ def namespace_sysctls(flow: dict[str, Any], kernel: dict[str, Any], sender: bool
         k["net/ipv4/tcp_frto"] = "2" if flow["frto"] else "0"
     if kernel.get("tcp_limit_output_bytes") is not None:
         k["net/ipv4/tcp_limit_output_bytes"] = str(int(kernel["tcp_limit_output_bytes"]))
-    if kernel.get("tcp_ecn") is not None:
-        k["net/ipv4/tcp_ecn"] = str(int(kernel["tcp_ecn"]))
+    if flow.get("ecn", "off") != "off":
+        # flows[].ecn = "on": RFC 3168 ECN requested and accepted at both ends (tcp_ecn = 1);
+        # "off" keeps the kernel's default (2: accept only), so nobody asks for ECN.
+        k["net/ipv4/tcp_ecn"] = "1"
     for key, v in (kernel.get("sysctls") or {}).items():
         k[key.replace(".", "/")] = str(v)
     return k

@@ -13,9 +13,10 @@
 //! `drain_to_target` on, `cwnd_tso_budget` 1, `extra_acked_in_startup` 1, `usage_based_cwnd`
 //! off, `undo` on, `ecn_bw_lo`/`ecn_bw_hi` (ECN only).
 //!
-//! Not modelled (the code paths exist but never trigger in cclab): ECN (the core has no CE
-//! marks; v2alpha also has it off by default, `ecn_enable`), PLB, the receiver's
-//! `fast_ack_mode`, TSO sizes (one segment per wire packet).
+//! ECN: v2alpha gates it with the global module parameter `ecn_enable` (off by default); here
+//! the flow's `ecn = "low"` turns it on (we diverge, so one setting serves v2 and v3).
+//!
+//! Not modelled: PLB, the receiver's `fast_ack_mode`, TSO sizes (one segment per wire packet).
 
 use super::bbr::BBR_UNIT;
 use super::bbr_v2v3::{BbrNext, NextParams, Version};

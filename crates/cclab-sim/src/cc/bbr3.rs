@@ -12,8 +12,10 @@
 //! (`full_loss_cnt` 6 loss events in a recovery round with loss rate > 2 %); a loss repaired by
 //! a tail loss probe counts (`CA_EVENT_TLP_RECOVERY`); no packet conservation in recovery.
 //!
-//! Not modelled (the code paths exist but never trigger in cclab): ECN (the core has no CE
-//! marks), PLB, the receiver's `fast_ack_mode`, TSO sizes (one segment per wire packet).
+//! ECN: used when the flow's `ecn` is "low" (`bbr_can_use_ecn`: negotiated ECN on an
+//! `ecn_low` route) and min_rtt <= `ecn_max_rtt_us`; ignored with classic `ecn = "on"`.
+//!
+//! Not modelled: PLB, the receiver's `fast_ack_mode`, TSO sizes (one segment per wire packet).
 
 use super::bbr::BBR_UNIT;
 use super::bbr_v2v3::{BbrNext, NextParams, Version};

@@ -23,10 +23,16 @@
 //! reset): a probe for more bandwidth every 2-3 s (or every min(63, BDP) rounds, to coexist
 //! with Reno), PROBE_RTT every 5 s (`probe_rtt_win_ms`) at cwnd BDP/2 (`probe_rtt_cwnd_gain`).
 //!
-//! What the core does not model, and so never happens here (the code paths are as in the
-//! source, but never trigger in cclab yet): ECN (no CE marks, `delivered_ce` 0, `ecn_eligible`
-//! never set: `bbr_can_use_ecn` is false), PLB (Protective Load Balancing, needs ECN and flow
-//! labels; left out), the receiver's `fast_ack_mode` (left out), TSO sizes (the core sends
+//! ECN: with the flow's `ecn = "low"` (RFC 3168 negotiated plus google/bbr's `ecn_low` route
+//! feature, whose receiver echoes CE precisely) `bbr_can_use_ecn` is true and, while min_rtt
+//! <= `ecn_max_rtt_us`, the flow is `ecn_eligible`: `ecn_alpha` tracks the CE ratio per round,
+//! `inflight_lo` is cut by `ecn_factor * ecn_alpha` after a round with ECE outside probing,
+//! `full_ecn_cnt` high-CE rounds end STARTUP, a high CE ratio while probing cuts `inflight_hi`,
+//! and `ecn_reprobe_gain` applies after an ECN cycle. With `ecn = "on"` (classic ECN, no
+//! `ecn_low`) marks reach the core (CWR state) but BBR's model ignores them, as in the source.
+//!
+//! What the core does not model, and so never happens here: PLB (Protective Load Balancing,
+//! needs flow labels; left out), the receiver's `fast_ack_mode` (left out), TSO sizes (the core sends
 //! one segment per packet on the wire; `tso_segs` only sizes the pacing bursts, as in bbr.rs).
 //!
 //! Units as in the kernel: bandwidth in packets/us << 24 (`BW_SCALE`), gains in 1/256
@@ -37,6 +43,7 @@ use super::params::ParamReader;
 use super::{
     CaEvent, CaState, CcError, CongestionControl, ParamInfo, ParamValue, Params, RateSample,
 };
+use crate::tcp::ecn::{TCP_ECN_ECT_PERMANENT, TCP_ECN_LOW, TCP_ECN_OK};
 use crate::tcp::skb::Skb;
 use crate::tcp::sock::TcpSock;
 
@@ -319,43 +326,43 @@ pub const KNOBS: &[Knob] = &[
         name: "ecn_alpha_gain",
         lo: 0,
         hi: 256,
-        doc: "ECN: EWMA gain of the CE ratio, 1/256 (ECN not modelled)",
+        doc: "ECN: EWMA gain of the CE ratio, 1/256",
     },
     Knob {
         name: "ecn_alpha_init",
         lo: 0,
         hi: 256,
-        doc: "ECN: initial alpha, 1/256 (ECN not modelled)",
+        doc: "ECN: initial alpha, 1/256",
     },
     Knob {
         name: "ecn_factor",
         lo: 0,
         hi: 256,
-        doc: "ECN: inflight_lo cut per alpha, 1/256 (ECN not modelled)",
+        doc: "ECN: inflight_lo cut per alpha, 1/256",
     },
     Knob {
         name: "ecn_thresh",
         lo: 0,
         hi: 256,
-        doc: "ECN: CE ratio meaning too much inflight, 1/256 (ECN not modelled)",
+        doc: "ECN: CE ratio meaning too much inflight, 1/256",
     },
     Knob {
         name: "ecn_max_rtt_us",
         lo: 0,
         hi: 524_287,
-        doc: "ECN: max min_rtt for ECN logic, us (ECN not modelled)",
+        doc: "ECN: max min_rtt for ECN logic, us",
     },
     Knob {
         name: "ecn_reprobe_gain",
         lo: 0,
         hi: 256,
-        doc: "ECN: reprobe gain after marks clear, 1/256 (ECN not modelled)",
+        doc: "ECN: reprobe gain after marks clear, 1/256",
     },
     Knob {
         name: "full_ecn_cnt",
         lo: 0,
         hi: 3,
-        doc: "ECN: high-CE STARTUP rounds ending STARTUP (ECN not modelled)",
+        doc: "ECN: high-CE STARTUP rounds ending STARTUP",
     },
     Knob {
         name: "tso_rtt_shift",
@@ -1006,7 +1013,8 @@ impl BbrNext {
         };
     }
 
-    /// `bbr_check_ecn_too_high_in_startup` (never triggers: ECN not modelled).
+    /// `bbr_check_ecn_too_high_in_startup`: `full_ecn_cnt` rounds in a row with a CE ratio of at
+    /// least `ecn_thresh` end STARTUP.
     fn check_ecn_too_high_in_startup(&mut self, tp: &TcpSock, ce_ratio: u32) {
         if self.full_bw_reached
             || !self.ecn_eligible
@@ -1025,24 +1033,40 @@ impl BbrNext {
         }
     }
 
-    /// `bbr_update_ecn_alpha`: -1 unless ECN is usable, which in cclab it never is
-    /// (`bbr_can_use_ecn` needs negotiated low-threshold ECN; the core models none).
+    /// `bbr_update_ecn_alpha` (v3) / `bbr2_update_ecn_alpha` (v2alpha): the EWMA of the
+    /// fraction of CE-echoed deliveries, once per round; -1 when not available.
     fn update_ecn_alpha(&mut self, tp: &TcpSock) -> i32 {
-        let can_use_ecn = false;
-        if !self.ecn_eligible
-            && can_use_ecn
-            && self.p.ecn_factor != 0
-            && (self.min_rtt_us <= self.p.ecn_max_rtt_us || self.p.ecn_max_rtt_us == 0)
-        {
-            self.ecn_eligible = true;
-        }
-        if !self.ecn_eligible {
-            return -1;
+        let eligible_now = |s: &Self| {
+            !s.ecn_eligible
+                && can_use_ecn(tp)
+                && (s.min_rtt_us <= s.p.ecn_max_rtt_us || s.p.ecn_max_rtt_us == 0)
+        };
+        match self.v {
+            // v3 decides eligibility first and updates alpha only when eligible (PLB, which
+            // would also want alpha, is not modelled).
+            Version::V3 => {
+                if eligible_now(self) && self.p.ecn_factor != 0 {
+                    self.ecn_eligible = true;
+                }
+                if !self.ecn_eligible {
+                    return -1;
+                }
+            }
+            // v2alpha returns early without ecn_factor and updates alpha whether or not the
+            // flow is eligible yet (eligibility is set after the delivered check below).
+            Version::V2 => {
+                if self.p.ecn_factor == 0 {
+                    return -1;
+                }
+            }
         }
         let delivered = tp.delivered.wrapping_sub(self.alpha_last_delivered);
-        let delivered_ce = 0u32.wrapping_sub(self.alpha_last_delivered_ce); // tp->delivered_ce = 0
-        if delivered == 0 {
+        let delivered_ce = tp.delivered_ce.wrapping_sub(self.alpha_last_delivered_ce);
+        if delivered == 0 || (delivered as i32) < 0 || (delivered_ce as i32) < 0 {
             return -1;
+        }
+        if self.v == Version::V2 && eligible_now(self) {
+            self.ecn_eligible = true;
         }
         let ce_ratio = ((delivered_ce as u64) << BBR_SCALE) / delivered as u64;
         let gain = self.p.ecn_alpha_gain as u64;
@@ -1050,7 +1074,7 @@ impl BbrNext {
             + ((gain * ce_ratio) >> BBR_SCALE);
         self.ecn_alpha = alpha.min(BBR_UNIT as u64) as u32;
         self.alpha_last_delivered = tp.delivered;
-        self.alpha_last_delivered_ce = 0;
+        self.alpha_last_delivered_ce = tp.delivered_ce;
         self.check_ecn_too_high_in_startup(tp, ce_ratio as u32);
         ce_ratio as i32
     }
@@ -1663,6 +1687,11 @@ impl BbrNext {
         self.ack_epoch_mstamp = tp.tcp_mstamp_us;
         self.loss_round_delivered = tp.delivered + 1;
         tp.pacing_needed = true;
+        // v3: `if (bbr_can_use_ecn(sk))`; v2alpha: `if (TCP_ECN_OK && bbr_ecn_enable)`, the same
+        // test under our mapping of ecn_enable (see `can_use_ecn`).
+        if can_use_ecn(tp) {
+            tp.ecn_flags |= TCP_ECN_ECT_PERMANENT;
+        }
     }
 
     /// `bbr_note_loss`.
@@ -1771,8 +1800,9 @@ impl BbrNext {
             CaEvent::TlpRecovery if self.v == Version::V3 && self.p.loss_probe_recovery => {
                 self.run_loss_probe_recovery(tp);
             }
-            // CA_EVENT_ECN_IS_CE / NO_CE: dctcp_ece_ack_update, only when ECN is usable,
-            // which it never is in cclab.
+            // CA_EVENT_ECN_IS_CE / NO_CE: the receiving socket's dctcp_ece_ack_update (precise
+            // ECE); our receivers apply it themselves when the flow's ecn is "low" (tcp/ecn.rs),
+            // and senders never get these events.
             _ => {}
         }
     }
@@ -1938,3 +1968,15 @@ mod tests {
         assert_eq!(b.inflight_hi, 120);
     }
 }
+
+/// `bbr_can_use_ecn` (v3): ECN negotiated (`TCP_ECN_OK`) on a route with the `ecn_low` feature
+/// (`TCP_ECN_LOW`), i.e. the flow's `ecn = "low"`. v2alpha gates the same code with its global
+/// module parameter `ecn_enable` (default off, "for DCTCP/L4S-style marks"); we diverge and tie
+/// it to the flow's `ecn = "low"` too, so one setting means one thing for both versions.
+fn can_use_ecn(tp: &TcpSock) -> bool {
+    tp.ecn_flags & (TCP_ECN_OK | TCP_ECN_LOW) == TCP_ECN_OK | TCP_ECN_LOW
+}
+
+#[cfg(test)]
+#[path = "tests_bbr_ecn.rs"]
+mod tests_ecn;

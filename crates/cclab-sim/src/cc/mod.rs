@@ -133,10 +133,12 @@ pub struct RateSample {
     /// Whether this ACK covers a TLP retransmission (`rs->is_acking_tlp_retrans_seq`, google/bbr
     /// v3).
     pub is_acking_tlp_retrans_seq: bool,
-    /// CE-marked packets delivered over the sampled flight (`rs->delivered_ce`, google/bbr
-    /// v2alpha/v3). ECN is not modelled by the core: always 0.
+    /// `tp->delivered_ce` when the sampled skb was sent (`rs->prior_delivered_ce`).
+    pub prior_delivered_ce: u32,
+    /// Segments delivered by ECE ACKs over the sampled flight, `tp->delivered_ce -
+    /// prior_delivered_ce` (`rs->delivered_ce`, google/bbr v2alpha/v3; 0 without ECN).
     pub delivered_ce: i32,
-    /// Whether this ACK carried ECE (`rs->is_ece`, google/bbr v2alpha/v3). Always false here.
+    /// Whether this ACK carried ECE (`rs->is_ece` = `FLAG_ECE`, google/bbr v2alpha/v3).
     pub is_ece: bool,
 }
 

@@ -11,10 +11,12 @@
 //!   are compressed (`tcp_comp_sack_nr` = 44, delay min(1 ms, rtt/20)).
 //! - An immediate ACK when a hole is filled, and for duplicate data.
 //! - Timestamps: TSecr echoes `ts_recent`, updated only by segments at or below `rcv_wup`.
+//! - ECN (when the flow has it): CE echoed as ECE, classic or precise (`tcp/ecn.rs`).
 //!
 //! We diverge: the receive window is a fixed `rwnd_bytes` (no autotuning) and the
 //! application reads every byte at once.
 
+use crate::tcp::ecn::{EcnMode, EcnRcv};
 use crate::tcp::segment::{AckSeg, DataSeg, SeqRange};
 
 /// `TCP_MAX_QUICKACKS`.
@@ -44,6 +46,8 @@ pub struct ReceiverConfig {
     /// Bytes the application expects (u64::MAX for bulk).
     pub size_bytes: u64,
     pub hz: u32,
+    /// ECN at this end (negotiated when the flow asks for it).
+    pub ecn: EcnMode,
 }
 
 /// One TCP receiver.
@@ -69,7 +73,7 @@ pub struct Receiver {
     /// An ACK is scheduled (`ICSK_ACK_SCHED`).
     ack_sched: bool,
     /// Send an ACK at once (`ICSK_ACK_NOW`).
-    ack_now: bool,
+    pub(crate) ack_now: bool,
     /// Delayed-ACK timer deadline, ns.
     delack_deadline: Option<u64>,
     compressed_ack: u32,
@@ -86,12 +90,15 @@ pub struct Receiver {
     pub completion_ns: Option<u64>,
     /// ACKs sent.
     pub acks_sent: u64,
+    /// ECN state (`tcp/ecn.rs`).
+    pub(crate) ecn: EcnRcv,
 }
 
 impl Receiver {
     /// A receiver expecting byte 0.
     pub fn new(cfg: ReceiverConfig) -> Self {
         Receiver {
+            ecn: EcnRcv::new(cfg.ecn),
             cfg,
             rcv_nxt: 0,
             rcv_wup: 0,
@@ -154,6 +161,17 @@ impl Receiver {
         }
     }
 
+    /// `tcp_enter_quickack_mode` (no pingpong mode in our model).
+    pub(crate) fn enter_quickack_mode(&mut self, max_quickacks: u32) {
+        self.incr_quickack(max_quickacks);
+        self.ato = self.ato_min();
+    }
+
+    /// Whether an ACK waits for the delayed-ACK timer (`icsk_ack.pending & ICSK_ACK_TIMER`).
+    pub(crate) fn delack_pending(&self) -> bool {
+        self.ack_sched && self.delack_deadline.is_some()
+    }
+
     /// `tcp_event_data_recv`: ATO estimation.
     fn event_data_recv(&mut self) {
         self.ack_sched = true;
@@ -196,6 +214,7 @@ impl Receiver {
                 };
             }
         }
+        self.ecn_accept_cwr(seg);
         if end <= self.rcv_nxt {
             // A retransmit of data we have: D-SACK it and ACK at once.
             self.dsack_set(seq, end);
@@ -207,7 +226,9 @@ impl Receiver {
             }
             self.advance(end);
             self.event_data_recv();
+            self.ecn_check_ce(seg, out);
         } else {
+            self.ecn_check_ce(seg, out);
             self.data_queue_ofo(seq, end);
         }
         self.ack_snd_check(out);
@@ -379,40 +400,18 @@ impl Receiver {
         }
     }
 
+    /// `__tcp_send_ack(sk, rcv_nxt)` for an older `ack`, as DCTCP's precise echo sends: an ACK
+    /// that leaves the delayed-ACK and quick-ACK state alone (`tcp_event_ack_sent` returns early
+    /// when `rcv_nxt != tp->rcv_nxt`).
+    pub(crate) fn send_special_ack(&mut self, ack: u64, out: &mut Vec<AckSeg>) {
+        let a = self.build_ack(ack);
+        out.push(a);
+        self.acks_sent += 1;
+    }
+
     /// `tcp_send_ack` + `tcp_event_ack_sent`.
     fn send_ack(&mut self, out: &mut Vec<AckSeg>) {
-        let mut a = AckSeg {
-            ack: self.rcv_nxt,
-            rwnd_bytes: self.cfg.rwnd_bytes,
-            sack: [SeqRange::default(); 4],
-            n_sack: 0,
-            tsval: if self.cfg.timestamps {
-                self.ts_now()
-            } else {
-                0
-            },
-            tsecr: if self.cfg.timestamps {
-                self.ts_recent
-            } else {
-                0
-            },
-        };
-        if self.cfg.sack {
-            let max_blocks = if self.cfg.timestamps { 3 } else { 4 };
-            let mut n = 0;
-            if let Some(d) = self.dsack.take() {
-                a.sack[n] = d;
-                n += 1;
-            }
-            for b in &self.sacks {
-                if n >= max_blocks {
-                    break;
-                }
-                a.sack[n] = *b;
-                n += 1;
-            }
-            a.n_sack = n as u8;
-        }
+        let a = self.build_ack(self.rcv_nxt);
         out.push(a);
         self.acks_sent += 1;
         // tcp_dec_quickack_mode
@@ -431,6 +430,45 @@ impl Receiver {
         self.compressed_ack = 0;
         self.rcv_wup = self.rcv_nxt;
     }
+
+    /// The ACK segment for `ack` with the current window, timestamps, SACK blocks (taking a
+    /// pending D-SACK) and ECE (`tcp_ecn_send`).
+    fn build_ack(&mut self, ack: u64) -> AckSeg {
+        let mut a = AckSeg {
+            ack,
+            rwnd_bytes: self.cfg.rwnd_bytes,
+            sack: [SeqRange::default(); 4],
+            n_sack: 0,
+            tsval: if self.cfg.timestamps {
+                self.ts_now()
+            } else {
+                0
+            },
+            tsecr: if self.cfg.timestamps {
+                self.ts_recent
+            } else {
+                0
+            },
+            ece: self.ecn.ece(),
+        };
+        if self.cfg.sack {
+            let max_blocks = if self.cfg.timestamps { 3 } else { 4 };
+            let mut n = 0;
+            if let Some(d) = self.dsack.take() {
+                a.sack[n] = d;
+                n += 1;
+            }
+            for b in &self.sacks {
+                if n >= max_blocks {
+                    break;
+                }
+                a.sack[n] = *b;
+                n += 1;
+            }
+            a.n_sack = n as u8;
+        }
+        a
+    }
 }
 
 #[cfg(test)]
@@ -446,6 +484,7 @@ mod tests {
             rwnd_bytes: 1 << 30,
             size_bytes: u64::MAX,
             hz: 1000,
+            ecn: EcnMode::Off,
         })
     }
 
@@ -456,6 +495,8 @@ mod tests {
             tsval: 1,
             tsecr: 0,
             retrans: false,
+            ecn: cclab_net::Ecn::NotEct,
+            cwr: false,
         }
     }
 

@@ -338,7 +338,7 @@ impl Sender {
                     if !self.time_to_recover() {
                         return;
                     }
-                    self.enter_recovery(false);
+                    self.enter_recovery(f & flag::ECE != 0);
                 }
             }
             CaState::Loss => {
@@ -378,7 +378,7 @@ impl Sender {
             self.try_to_open(f);
             return false;
         }
-        self.enter_recovery(false);
+        self.enter_recovery(f & flag::ECE != 0);
         true
     }
 
@@ -497,6 +497,7 @@ impl Sender {
         self.prr_delivered = 0;
         self.prr_out = 0;
         self.tp.snd_ssthresh = self.cc.ssthresh(&mut self.tp);
+        self.ecn_queue_cwr();
     }
 
     /// `tcp_cwnd_reduction`: Proportional Rate Reduction (RFC 6937).
@@ -541,10 +542,11 @@ impl Sender {
     }
 
     /// `tcp_try_to_open`.
-    fn try_to_open(&mut self, _f: u32) {
+    fn try_to_open(&mut self, f: u32) {
         if !self.any_retrans_done() {
             self.retrans_stamp = 0;
         }
+        self.ecn_try_to_open(f); // FLAG_ECE: tcp_enter_cwr
         if self.tp.ca_state != CaState::Cwr {
             self.try_keep_open();
         }
@@ -599,6 +601,7 @@ impl Sender {
             self.tp.set_cwnd(cwnd);
             if self.tp.prior_ssthresh > self.tp.snd_ssthresh {
                 self.tp.snd_ssthresh = self.tp.prior_ssthresh;
+                self.ecn_withdraw_cwr();
             }
         }
         self.tp.snd_cwnd_stamp = self.tp.jiffies();
@@ -685,6 +688,7 @@ impl Sender {
         self.set_ca_state(CaState::Loss);
         self.tp.high_seq = self.tp.snd_nxt;
         self.tlp_high_seq = None;
+        self.ecn_queue_cwr();
         // F-RTO RFC 5682 sec 3.1 step 1: retransmit SND.UNA if no previous loss recovery is
         // underway except recurring timeout(s) on the same SND.UNA (sec 3.2).
         self.frto = self.cfg.frto && (new_recovery || self.icsk_retransmits > 0);

@@ -33,6 +33,10 @@ pub struct DataSeg {
     pub tsecr: u32,
     /// Whether this is a retransmission (for traces only; TCP logic never reads it).
     pub retrans: bool,
+    /// ECN field of the IP header (set by the sender, CE by a marking link).
+    pub ecn: cclab_net::Ecn,
+    /// TCP CWR flag: the sender reduced its window after an ECE.
+    pub cwr: bool,
 }
 
 /// An acknowledgement, with up to 4 SACK blocks (the first may be a D-SACK).
@@ -50,6 +54,8 @@ pub struct AckSeg {
     pub tsval: u32,
     /// TSecr: echo of the TSval of the segment that triggered this ACK (RFC 7323 rules).
     pub tsecr: u32,
+    /// TCP ECE flag: the receiver echoes congestion experienced.
+    pub ece: bool,
 }
 
 impl AckSeg {

@@ -11,8 +11,10 @@
 //! this machine. `tcp_update_pacing_rate` sets `sk_pacing_rate` for every other algorithm (it is
 //! visible in TCP_INFO and in CUBIC's HyStart) but does not pace them, as without fq.
 //!
+//! ECN (RFC 3168, and google/bbr's precise `ecn_low` echo) is in `ecn.rs`.
+//!
 //! Not modelled (we diverge): TSO/GSO (one MSS per skb), Nagle and corking (the application
-//! writes everything at once), TCP Small Queues, cwnd restart after idle, ECN, path MTU
+//! writes everything at once), TCP Small Queues, cwnd restart after idle, AccECN, path MTU
 //! discovery, SACK reneging. The SYN handshake is not exchanged: flows start established with
 //! the initial window, after one RTT sample of the idle path (see `Sender::on_start`).
 //! `FLAG_ACK_MAYBE_DELAYED` (a lone runt packet's delayed ACK) is never set.
@@ -81,6 +83,8 @@ pub enum SenderEvent {
     DsackUndo,
     RecoveryEnd,
     LossProbe,
+    /// An ECE ACK started a window reduction (`tcp_enter_cwr`).
+    Cwr,
 }
 
 impl SenderEvent {
@@ -96,6 +100,7 @@ impl SenderEvent {
             SenderEvent::DsackUndo => "dsack_undo",
             SenderEvent::RecoveryEnd => "recovery_end",
             SenderEvent::LossProbe => "tlp",
+            SenderEvent::Cwr => "cwr",
         }
     }
 }
@@ -120,6 +125,8 @@ pub struct SenderConfig {
     pub size_bytes: u64,
     /// Kernel HZ (jiffies granularity).
     pub hz: u32,
+    /// ECN (negotiated when the flow asks for it; `ecn.rs`).
+    pub ecn: crate::tcp::ecn::EcnMode,
 }
 
 /// Counters reported in the summary.
@@ -132,6 +139,8 @@ pub struct SenderStats {
     pub spurious_rto_count: u64,
     pub undo_count: u64,
     pub tlp_count: u64,
+    /// ECN-triggered reductions (`tcp_enter_cwr` from Open/Disorder).
+    pub cwr_count: u64,
 }
 
 /// RACK state (`tp->rack`).
@@ -209,6 +218,8 @@ impl Sender {
             cfg.hz,
         );
         tp.icsk_rto_us = cfg.rto_initial_us.min(u32::MAX as u64) as u32;
+        // ECN was negotiated in the (unsimulated) handshake, before the algorithm's init.
+        tp.ecn_flags = cfg.ecn.initial_flags();
         cc.init(&mut tp);
         Sender {
             tp,
@@ -493,6 +504,8 @@ impl Sender {
         // google/bbr v2alpha/v3 `tcp_set_tx_in_flight`: inflight including this skb, taken
         // before packets_out / retrans_out count it; and `tx.lost` = tp->lost.
         let (in_flight, lost) = (self.tp.packets_in_flight() + 1, self.tp.lost);
+        let delivered_ce = self.tp.delivered_ce;
+        let (ecn, cwr) = self.ecn_send(retrans);
         let skb = self.rtx.get_mut(idx);
         skb.xmit_us = now_us;
         skb.tsval = tsval;
@@ -502,6 +515,7 @@ impl Sender {
         skb.tx_is_app_limited = app;
         skb.tx_in_flight = in_flight;
         skb.tx_lost = lost;
+        skb.tx_delivered_ce = delivered_ce;
         out.push(DataSeg {
             seq: skb.seq,
             len: (skb.end_seq - skb.seq) as u32,
@@ -512,6 +526,8 @@ impl Sender {
                 0
             },
             retrans,
+            ecn,
+            cwr,
         });
         let len = skb.end_seq - skb.seq;
         self.stats.sent_pkts += 1;
@@ -559,6 +575,7 @@ impl Sender {
                 tx_is_app_limited: false,
                 tx_in_flight: 0,
                 tx_lost: 0,
+                tx_delivered_ce: 0,
             });
             let idx = self.rtx.len() - 1;
             let (prior_wstamp_ns, len) = self.transmit_seg(idx, false, out);
@@ -709,7 +726,9 @@ impl Sender {
         }
         // Header prediction (tcp_rcv_established): a pure in-order ACK with the same window
         // and no SACK option takes tcp_ack's fast path.
-        let fast_path = ack > prior_snd_una && a.n_sack == 0 && a.rwnd_bytes == self.snd_wnd;
+        // An ECE flag fails the prediction (`pred_flags`), so ECE ACKs take the slow path.
+        let fast_path =
+            ack > prior_snd_una && a.n_sack == 0 && a.rwnd_bytes == self.snd_wnd && !a.ece;
         // tcp_ack_update_window
         if ack > prior_snd_una || a.rwnd_bytes > self.snd_wnd || self.snd_wnd == u64::MAX {
             flag |= flag::WIN_UPDATE;
@@ -722,13 +741,19 @@ impl Sender {
         if self.is_sack() && a.n_sack > 0 {
             self.sacktag(a, prior_snd_una, &mut flag, &mut ss);
         }
-        let ack_ev = if fast_path {
+        let mut ack_ev = if fast_path {
             ack_flags::CA_ACK_WIN_UPDATE
         } else if flag & flag::WIN_UPDATE != 0 {
             ack_flags::CA_ACK_SLOWPATH | ack_flags::CA_ACK_WIN_UPDATE
         } else {
             ack_flags::CA_ACK_SLOWPATH
         };
+        // tcp_ack's slow path: tcp_ecn_rcv_ecn_echo.
+        let ece = self.ecn_rcv_ecn_echo(a);
+        if ece {
+            flag |= flag::ECE;
+            ack_ev |= ack_flags::CA_ACK_ECE;
+        }
         self.cc.in_ack_event(&mut self.tp, ack_ev);
 
         let mut ca_rtt_us = -1;
@@ -753,11 +778,18 @@ impl Sender {
             }
         }
         let delivered = self.tp.delivered.wrapping_sub(prior_delivered);
+        // tcp_count_delivered(.., ece_ack): every segment this ACK delivered (SACKed, acked or
+        // counted as a dupack) counts as CE-delivered too. Counted here at once: nothing
+        // between sacktag and tcp_rate_gen reads delivered_ce.
+        if ece {
+            self.tp.delivered_ce = self.tp.delivered_ce.wrapping_add(delivered);
+        }
         let lost = self.tp.lost.wrapping_sub(prior_lost);
         let mut rs = ss.rate;
         rs.rtt_us = ca_rtt_us;
         rs.prior_in_flight = prior_in_flight;
         rs.is_ack_delayed = flag & flag::ACK_MAYBE_DELAYED != 0;
+        rs.is_ece = ece; // google/bbr v2alpha/v3
         self.rate_gen(delivered, lost, &mut rs);
         self.cong_control(ack, delivered, flag, &rs);
         self.xmit_recovery(rexmit, out);
@@ -788,6 +820,8 @@ impl Sender {
             return;
         }
         rs.delivered = tp.delivered.wrapping_sub(rs.prior_delivered) as i32;
+        // google/bbr v2alpha/v3 tcp_rate_gen.
+        rs.delivered_ce = tp.delivered_ce.wrapping_sub(rs.prior_delivered_ce) as i32;
         // Sending and ACKing are pipeline phases; use the longer one.
         let snd_us = rs.interval_us;
         let ack_us = TcpSock::stamp_us_delta(tp.tcp_mstamp_us, rs.prior_mstamp_us) as i64;
@@ -834,6 +868,7 @@ impl Sender {
             // tp->lost, for rs->tx_in_flight and rs->lost.
             rs.tx_in_flight = skb.tx_in_flight;
             rs.prior_lost = skb.tx_lost;
+            rs.prior_delivered_ce = skb.tx_delivered_ce;
             // Record send time of most recently ACKed packet, and the send phase's length.
             self.tp.first_tx_mstamp_us = skb.xmit_us;
             rs.interval_us = TcpSock::stamp_us_delta(skb.xmit_us, skb.tx_first_tx_mstamp_us) as i64;

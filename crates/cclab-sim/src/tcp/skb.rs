@@ -40,6 +40,8 @@ pub struct Skb {
     /// `tp->lost` when this segment was sent (`tx.lost`, google/bbr v2alpha/v3,
     /// `tcp_rate_skb_sent`).
     pub tx_lost: u32,
+    /// `tp->delivered_ce` when this segment was sent (`tx.delivered_ce`, `tcp_rate_skb_sent`).
+    pub tx_delivered_ce: u32,
 }
 
 impl Skb {
@@ -134,6 +136,7 @@ mod tests {
             tx_is_app_limited: false,
             tx_in_flight: 0,
             tx_lost: 0,
+            tx_delivered_ce: 0,
         }
     }
 

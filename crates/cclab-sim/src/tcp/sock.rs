@@ -66,6 +66,10 @@ pub struct TcpSock {
     pub delivered: u32,
     /// Segments marked lost so far (`lost`).
     pub lost: u32,
+    /// Segments delivered by ACKs with ECE so far (`delivered_ce`, `tcp_count_delivered`).
+    pub delivered_ce: u32,
+    /// ECN state bits (`ecn_flags`: `TCP_ECN_*` of `tcp/ecn.rs`); 0 without ECN.
+    pub ecn_flags: u8,
     /// Congestion-avoidance state (`icsk_ca_state`).
     pub ca_state: CaState,
     /// Current retransmission timeout, microseconds (`icsk_rto`).
@@ -148,6 +152,8 @@ impl TcpSock {
             min_rtt_us: u32::MAX,
             delivered: 0,
             lost: 0,
+            delivered_ce: 0,
+            ecn_flags: 0,
             ca_state: CaState::Open,
             icsk_rto_us: 1_000_000,
             pacing_rate_bytes_per_s: 0,
