@@ -249,9 +249,12 @@ def _result(sc: Scenario, d: dict[str, Any], frames: list[pd.DataFrame], totals:
             if st[i] == "loss" and st[i - 1] != "loss":
                 ev.append({"run": sc.name, "t_s": float(g["t_s"].iloc[i]), "flow": name, "kind": "rto",
                            "detail": "ca_state entered Loss (sampled)"})
-            elif st[i] == "recovery" and st[i - 1] in ("open", "disorder"):
+            elif st[i] == "recovery" and st[i - 1] in ("open", "disorder", "cwr"):
                 ev.append({"run": sc.name, "t_s": float(g["t_s"].iloc[i]), "flow": name, "kind": "fast_retransmit",
                            "detail": "ca_state entered Recovery (sampled)"})
+            elif st[i] == "cwr" and st[i - 1] in ("open", "disorder"):
+                ev.append({"run": sc.name, "t_s": float(g["t_s"].iloc[i]), "flow": name, "kind": "cwr",
+                           "detail": "ca_state entered CWR (sampled)"})
     events = pd.DataFrame(ev, columns=["run", "t_s", "flow", "kind", "detail"])
     fsum = []
     for k, f in enumerate(d["flows"]):
@@ -262,6 +265,8 @@ def _result(sc: Scenario, d: dict[str, Any], frames: list[pd.DataFrame], totals:
                      "delivered_bytes": acked, "retrans_pkts": int(t["total_retrans"]),
                      "rto_count": int(t["total_rto"]),  # tcpi_total_rto: exact, unlike sampled ca_state
                      "fast_retransmit_count": int(kinds.get("fast_retransmit", 0)),
+                     "cwr_count": int(kinds.get("cwr", 0)),  # sampled: reductions shorter than a sample are missed
+                     "delivered_ce_pkts": int(t.get("delivered_ce", 0)),  # tcpi_delivered_ce
                      "start_s": t["start_s"], "mean_cwnd_pkts": float(frames[k]["cwnd_pkts"].mean()),
                      "mean_srtt_ms": float(frames[k]["srtt_ms"].mean())})
     summary = {

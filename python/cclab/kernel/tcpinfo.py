@@ -33,6 +33,7 @@ _FIELDS: dict[str, tuple[int, str]] = {
     "min_rtt": (148, "I"),
     "delivery_rate": (160, "Q"),
     "delivered": (192, "I"),
+    "delivered_ce": (196, "I"),          # segments delivered by ACKs with ECE (tcp_count_delivered)
     "bytes_sent": (200, "Q"),
     "bytes_retrans": (208, "Q"),
     "total_rto": (240, "H"),             # since Linux 6.7: RTO expirations, exact

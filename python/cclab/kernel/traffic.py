@@ -115,6 +115,7 @@ def _send(a: argparse.Namespace) -> None:
     s.close()
     print(json.dumps({"sent_bytes": sent, "bytes_acked": final["bytes_acked"], "elapsed_s": elapsed,
                       "total_retrans": final["total_retrans"], "total_rto": final["total_rto"],
+                      "delivered_ce": final["delivered_ce"],
                       "connected_s": t_connected - t0, "samples": len(rows)}), flush=True)
 
 
