@@ -754,12 +754,14 @@ impl Sender {
             flag |= flag::ECE;
             ack_ev |= ack_flags::CA_ACK_ECE;
         }
-        self.cc.in_ack_event(&mut self.tp, ack_ev);
 
         let mut ca_rtt_us = -1;
         if prior_packets > 0 {
             ca_rtt_us = self.clean_rtx_queue(prior_snd_una, &mut flag, &mut ss);
             self.rack_update_reo_wnd(prior_delivered);
+            // tcp_in_ack_event, after the rtx queue is cleaned (6.14+: "tcp: reorganize
+            // tcp_in_ack_event() and tcp_count_delivered()"), so pkts_acked comes first.
+            self.cc.in_ack_event(&mut self.tp, ack_ev);
             // google/bbr v3 tcp_ack: does this ACK cover a TLP retransmission?
             ss.rate.is_acking_tlp_retrans_seq =
                 self.tlp_retrans && self.tlp_high_seq.is_some_and(|h| ack >= h);
@@ -776,6 +778,9 @@ impl Sender {
             if flag & flag::SET_XMIT_TIMER != 0 && !self.schedule_loss_probe(true) {
                 self.rearm_rto();
             }
+        } else {
+            // tcp_ack's no_queue label: nothing was outstanding.
+            self.cc.in_ack_event(&mut self.tp, ack_ev);
         }
         let delivered = self.tp.delivered.wrapping_sub(prior_delivered);
         // tcp_count_delivered(.., ece_ack): every segment this ACK delivered (SACKed, acked or
