@@ -74,6 +74,38 @@ def test_cubic_estimator_tolerates_sampling_noise_and_no_ca_state():
     assert abs(est.beta.value - 0.7) < 0.03
 
 
+@needs_core
+@pytest.mark.parametrize("trace", ["change", "interval"])
+def test_cubic_estimator_with_a_window_cap(trace):
+    """A window cap (the papers' "max window") that some cycles reach: the window sits on it
+    until a random loss, a plateau that is not CUBIC's. In the default trace mode ("change") a
+    whole stretch at the cap is one sample, so the cap is found by time held, not by samples."""
+    cap, bdp, rtt_ms = 450, 300, 100
+    sim = {"trace": "interval", "trace_interval_ms": 10} if trace == "interval" else {}
+    r = cclab.simulate(
+        {
+            "name": "cubic-cap",
+            "duration_s": 200,
+            "sim": sim,
+            "bottleneck": {"rate_bps": bdp * 1500 * 8 / (rtt_ms / 1000), "delay_ms": rtt_ms / 2,
+                           "queue_pkts": bdp, "loss": 2e-5},
+            "flows": [{"cc": "cubic", "cc_params": {"c": 0.4, "beta": 0.7}, "max_cwnd_pkts": cap}],
+        }
+    )
+    f = infer.load_trace(r.flows)
+    assert f["cwnd_pkts"].max() == cap
+    est = infer.estimate_cubic(f)
+    assert est.cap_pkts == cap
+    cyc = est.cycles
+    assert (cyc["w_before_pkts"] == cap).sum() >= 3  # cycles that sat on the cap until a loss
+    assert (cyc["w_before_pkts"] < cap).sum() >= 3  # and cycles cut short by a loss below it
+    assert abs(est.c.value - 0.4) / 0.4 < 0.05, cyc
+    assert est.c.ci_low <= est.c.value <= est.c.ci_high
+    assert abs(est.beta.value - 0.7) < 0.01
+    # No cycle's fit took the cap for CUBIC's plateau: every accepted W_max lies below it.
+    assert (cyc.loc[cyc["fit_ok"], "wmax_pkts"] < cap - 1).all()
+
+
 @needs_traces
 def test_kernel_cubic_gives_linux_constants():
     est = infer.estimate_cubic(TRACES / "cubic_20M_200ms_q500.csv")
@@ -103,7 +135,7 @@ def test_classifier_names_kernel_traces(name, cc):
 @needs_core
 def test_classifier_on_held_out_grid_names_reno_cubic_bbr():
     """The issue's bar: every algorithm cclab has is a candidate; Reno, CUBIC and BBR traces of
-    the whole held-out grid are named right in at least 95 % of cases."""
+    the whole held-out grid are named right in at least 95 % of cases, each of them."""
     conds = classify.evaluation_conditions()
     train_paths = {tuple(c.values()) for c in classify._grid(classify.TRAIN_AXES)}
     assert not any(tuple(c.values()) in train_paths for c in conds)
@@ -111,7 +143,7 @@ def test_classifier_on_held_out_grid_names_reno_cubic_bbr():
     acc = float((res["true"] == res["guess"]).mean())
     assert acc >= 0.95, cm
     pc = classify.per_class(res).set_index("true")
-    assert (pc["correct"] >= 0.9).all(), pc
+    assert (pc["correct"] >= 0.95).all(), pc
     # Restricting the candidates to what a stock Linux offers can only help.
     res3, _ = classify.evaluate(conds[::3], ["reno", "cubic", "bbr"], workers=2, candidates=["reno", "cubic", "bbr"])
     assert float((res3["true"] == res3["guess"]).mean()) >= 0.95

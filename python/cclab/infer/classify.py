@@ -26,6 +26,12 @@ chosen by cross-validation on the training grid (grouped by path), never on the 
 "unknown": a trace whose features are far from every training trace (standardised distance to the
 nearest one above the training set's own 99th percentile, times 1.5), or whose best class gets
 under 30 % of the (prior-weighted) votes.
+
+A trace without RTTs (a cwnd-only CSV, a pcap without a usable RTT) is judged by a forest fitted
+without the features it cannot give (``PER_RTT_FEATURES``: growth per smoothed RTT).
+
+Every choice here (features, forest settings, prior weight, the vote threshold's cost) was made by
+cross-validation on the training table grouped by path: ``bench/infer_cv.py``.
 """
 
 from __future__ import annotations
@@ -70,7 +76,7 @@ EVAL_AXES = {
     "buffer_bdp": [0.5, 2.0],
 }
 #: Weight of the default-deployed algorithms against the rest (see the module docstring).
-DEPLOYMENT_WEIGHT = 3.0
+DEPLOYMENT_WEIGHT = 2.0
 DEPLOYMENT_PRIOR: dict[str, float] = {"reno": DEPLOYMENT_WEIGHT, "cubic": DEPLOYMENT_WEIGHT, "bbr": DEPLOYMENT_WEIGHT}
 #: A prior: "deployment" (the default), "uniform", or weights by class (absent classes weigh 1).
 Prior = Union[str, Mapping[str, float], None]
@@ -193,10 +199,16 @@ def train(
     return df
 
 
+#: Features measured per RTT of the moment (srtt): a trace without RTTs cannot give them, so the
+#: model for such a trace is fitted without them (with an assumed RTT they would be on an
+#: arbitrary scale, and a cwnd-only sawtooth would look like Hybla).
+PER_RTT_FEATURES = ("ai_per_rtt", "ai_rel")
+
+
 @lru_cache(maxsize=8)
 def _model(
-    path: str = str(MODEL_PATH), candidates: tuple[str, ...] | None = None
-) -> tuple[Any, np.ndarray, np.ndarray, float, list[str]]:
+    path: str = str(MODEL_PATH), candidates: tuple[str, ...] | None = None, without: tuple[str, ...] = ()
+) -> tuple[Any, np.ndarray, np.ndarray, float, list[Any], np.ndarray]:
     from sklearn.ensemble import RandomForestClassifier
     from sklearn.neighbors import NearestNeighbors
 
@@ -212,7 +224,8 @@ def _model(
             raise ValueError(f"candidates: {', '.join(unknown)} not in the model; it knows {', '.join(sorted(set(y)))}")
         keep = np.isin(y, list(candidates))
         df, y = df[keep], y[keep]
-    x = df[FEATURES].to_numpy(float)
+    used = [f for f in FEATURES if f not in without]
+    x = df[used].to_numpy(float)
     mu, sd = x.mean(axis=0), x.std(axis=0)
     sd[sd == 0] = 1.0
     z = (x - mu) / sd
@@ -221,7 +234,7 @@ def _model(
     nn = NearestNeighbors(n_neighbors=2).fit(z)
     d, _ = nn.kneighbors(z)
     thresh = 1.5 * float(np.quantile(d[:, 1], 0.99))
-    return (rf, mu, sd, thresh, [nn])  # type: ignore[return-value]
+    return (rf, mu, sd, thresh, [nn], np.array([FEATURES.index(f) for f in used]))
 
 
 def _weights(prior: Prior, classes: list[str]) -> np.ndarray:
@@ -243,10 +256,11 @@ def _weights(prior: Prior, classes: list[str]) -> np.ndarray:
     return w / w.mean()
 
 
-def _decide(model: tuple[Any, np.ndarray, np.ndarray, float, list[Any]], f: np.ndarray, prior: Prior) -> Identification:
-    """The answer for one feature vector."""
-    rf, mu, sd, thresh, nn = model
-    z = ((f - mu) / sd).reshape(1, -1)
+def _decide(model: tuple[Any, np.ndarray, np.ndarray, float, list[Any], np.ndarray], f: np.ndarray,
+            prior: Prior) -> Identification:
+    """The answer for one feature vector (all FEATURES; the model takes those it was fitted on)."""
+    rf, mu, sd, thresh, nn, used = model
+    z = ((f[used] - mu) / sd).reshape(1, -1)
     classes = [str(c) for c in rf.classes_]
     post = rf.predict_proba(z)[0] * _weights(prior, classes)
     post = post / post.sum()
@@ -272,7 +286,9 @@ def identify(
     by default every algorithm cclab simulates is a candidate. ``prior``: "deployment" (ties go
     to Reno, CUBIC or BBR), "uniform", or a weight per algorithm."""
     df = load_trace(trace)
-    return _decide(_model(str(model_path), _cands(candidates)), features(df), prior)
+    f = features(df)
+    without = () if f[FEATURES.index("has_rtt")] else PER_RTT_FEATURES
+    return _decide(_model(str(model_path), _cands(candidates), without), f, prior)
 
 
 def _cands(candidates: Iterable[str] | None) -> tuple[str, ...] | None:

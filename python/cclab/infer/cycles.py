@@ -52,17 +52,26 @@ class Cycle:
         return None if self.t_plateau_s is None else self.t_plateau_s - self.t0_s
 
 
-def window_cap(w: np.ndarray) -> float | None:
+def window_cap(w: np.ndarray, t: np.ndarray | None = None) -> float | None:
     """The window cap (the papers' "max window") if the trace sits on one: the largest value,
-    held for at least 5 % of the samples in runs of 5 or more. None otherwise."""
+    held for at least 5 % of the time, in one stretch at least 5 sampling intervals long. With
+    ``t``, time is weighted by how long each sample holds (a trace written on changes has one
+    sample for a whole stretch at the cap); without it every sample counts the same. None
+    otherwise."""
     if len(w) < 20:
         return None
+    if t is None:
+        t = np.arange(len(w), dtype=float)
+    hold = np.diff(t, append=t[-1])  # how long each sample's value holds
+    step = float(np.median(hold[hold > 0])) if np.any(hold > 0) else 1.0
+    total = float(t[-1] - t[0])
     top = float(np.max(w))
     at = np.abs(w - top) < 0.5
-    if at.mean() < 0.05:
+    if total <= 0 or hold[at].sum() < 0.05 * total:
         return None
-    runs = np.diff(np.flatnonzero(np.diff(np.r_[0, at.astype(np.int8), 0])))[::2]
-    return top if len(runs) and runs.max() >= 5 else None
+    edges = np.flatnonzero(np.diff(np.r_[0, at.astype(np.int8), 0]))
+    longest = max(float(hold[a:b].sum()) for a, b in zip(edges[::2], edges[1::2]))
+    return top if longest >= 5 * step - 1e-12 else None
 
 
 def find_cycles(trace: pd.DataFrame, min_drop: float = 0.1) -> list[Cycle]:

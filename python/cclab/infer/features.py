@@ -34,6 +34,9 @@ FEATURES = [
     "has_rtt",          # 1 when the trace carries srtt and min_rtt (cclab, TCP_INFO, ss)
     "qdelay",           # median queueing delay (srtt - min_rtt) / min_rtt; -1 without RTTs
     "qdelay_at_loss",   # the same just before reductions (Vegas, Veno and Westwood+ read it)
+    "ai_per_rtt",       # congestion-avoidance growth per smoothed RTT (packets; -1 when none seen)
+    "ai_rel",           # the same relative to cwnd (Scalable: ~1 %; -1 when none seen)
+    "drop_first",       # W'/W at the first reduction, timeouts included (1 when no reduction)
 ]
 
 
@@ -85,6 +88,8 @@ def features(trace: pd.DataFrame) -> np.ndarray:
     cv = float(np.std(late) / max(np.mean(late), 1e-9)) if late.size else 0.0
     to_frac = float(np.mean([c.timeout for c in cyc])) if cyc else 0.0
     has_rtt, qd, qd_loss = _queueing(trace, [c.t_reduce_s for c in real])
+    ai, ai_rel = _ai_per_rtt(trace, cyc, rtt)
+    drop_first = float(cyc[0].beta) if cyc else 1.0
     return np.array(
         [
             beta,
@@ -102,6 +107,9 @@ def features(trace: pd.DataFrame) -> np.ndarray:
             has_rtt,
             qd,
             qd_loss,
+            ai,
+            ai_rel,
+            drop_first,
         ],
         dtype=float,
     )
@@ -122,3 +130,47 @@ def _queueing(trace: pd.DataFrame, t_losses: list[float]) -> tuple[float, float,
     t = trace["t_s"].to_numpy(float)
     at = [ratio[i] for i in np.searchsorted(t, t_losses) - 1 if 0 <= i < len(t) and ok[i]]
     return 1.0, qd, float(np.median(at)) if at else qd
+
+
+def _ai_per_rtt(trace: pd.DataFrame, cycles: list, rtt: float) -> tuple[float, float]:
+    """Additive increase in congestion avoidance, in packets per smoothed RTT, and relative to
+    cwnd: the sum of the window's rises over the sum of the RTTs they took (dt / srtt), between
+    reductions. Per RTT of the moment, not of the path: the queue's delay does not dilute it
+    (Reno grows 1 packet per RTT however long the RTT). Congestion avoidance: cwnd >= ssthresh
+    when the trace has ssthresh, else the growth of epochs that did not start with a timeout;
+    with ca_state, both samples in Open or Disorder as well. Without srtt the trace's RTT estimate
+    stands in (the classifier then leaves these features out). (-1, -1) when there is no such
+    growth."""
+    t = trace["t_s"].to_numpy(float)
+    w = trace["cwnd_pkts"].to_numpy(float)
+    n = len(w)
+    if n < 3:
+        return -1.0, -1.0
+    ss = (pd.to_numeric(trace["ssthresh_pkts"], errors="coerce").to_numpy(float, copy=True)
+          if "ssthresh_pkts" in trace.columns else np.full(n, np.nan))
+    ss[ss >= 1e6] = np.nan  # Linux's "infinite" initial ssthresh
+    if np.isfinite(ss).any():
+        ok = np.isfinite(ss) & (w >= ss)
+    else:  # growth samples of each epoch that did not start with a timeout
+        ok = np.zeros(n, dtype=bool)
+        for c in cycles:
+            if not c.timeout:
+                ok[c.i0 : c.i1] = True
+    if "ca_state" in trace.columns:
+        st = pd.to_numeric(trace["ca_state"], errors="coerce").to_numpy(float)
+        ok &= np.isfinite(st) & (st <= 1)
+    if "srtt_ms" in trace.columns:
+        srtt = pd.to_numeric(trace["srtt_ms"], errors="coerce").to_numpy(float) / 1000.0
+        srtt = np.where(np.isfinite(srtt) & (srtt > 0), srtt, rtt)
+    else:
+        srtt = np.full(n, rtt)
+    dt = np.diff(t)
+    dw = np.diff(w)
+    pair = ok[:-1] & ok[1:] & (dw >= 0) & (dt > 0)
+    rtts = float(np.sum(dt[pair] / srtt[:-1][pair]))
+    if rtts < 5:
+        return -1.0, -1.0
+    grow = float(np.sum(dw[pair]))
+    ai = grow / rtts
+    wm = float(np.sum(w[:-1][pair] * dt[pair] / srtt[:-1][pair]) / rtts)
+    return ai, ai / max(wm, 1.0)
