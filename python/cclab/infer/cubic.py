@@ -246,7 +246,7 @@ def estimate_cubic(trace: Any, *, rtt_ms: float | None = None, max_cycles: int |
     df = load_trace(trace)
     t = df["t_s"].to_numpy(float)
     w = df["cwnd_pkts"].to_numpy(float)
-    cap = window_cap(w, t)
+    cap = window_cap(w, t, estimate_rtt_s(df))
     rows = [_cycle_row(t, w, cyc, cap) for cyc in find_cycles(df)]
     cycles = pd.DataFrame(rows)
     if cycles.empty:

@@ -52,9 +52,11 @@ class Cycle:
         return None if self.t_plateau_s is None else self.t_plateau_s - self.t0_s
 
 
-def window_cap(w: np.ndarray, t: np.ndarray | None = None) -> float | None:
+def window_cap(w: np.ndarray, t: np.ndarray | None = None, rtt_s: float | None = None) -> float | None:
     """The window cap (the papers' "max window") if the trace sits on one: the largest value,
-    held for at least 5 % of the time, in one stretch at least 5 sampling intervals long. With
+    held in one stretch at least 5 sampling intervals long, and either held for at least 5 % of
+    the time or, with ``rtt_s``, for at least 4 RTTs in one stretch (a cap reached in a few
+    cycles only; without a cap the window's peak lasts under an RTT, the loss's detection). With
     ``t``, time is weighted by how long each sample holds (a trace written on changes has one
     sample for a whole stretch at the cap); without it every sample counts the same. None
     otherwise."""
@@ -67,11 +69,15 @@ def window_cap(w: np.ndarray, t: np.ndarray | None = None) -> float | None:
     total = float(t[-1] - t[0])
     top = float(np.max(w))
     at = np.abs(w - top) < 0.5
-    if total <= 0 or hold[at].sum() < 0.05 * total:
+    if total <= 0:
         return None
     edges = np.flatnonzero(np.diff(np.r_[0, at.astype(np.int8), 0]))
     longest = max(float(hold[a:b].sum()) for a, b in zip(edges[::2], edges[1::2]))
-    return top if longest >= 5 * step - 1e-12 else None
+    if longest < 5 * step - 1e-12:
+        return None
+    if hold[at].sum() >= 0.05 * total or (rtt_s is not None and longest >= 4 * rtt_s):
+        return top
+    return None
 
 
 def find_cycles(trace: pd.DataFrame, min_drop: float = 0.1) -> list[Cycle]:
