@@ -2,7 +2,7 @@
 //! release, module "bbr2"; read at google/bbr commit 0487ade55081731c2b2dc31c780f0883ce76212c),
 //! and draft-ietf-ccwg-bbr for intent.
 //!
-//! The algorithm lives in `bbr_v2v3.rs` (shared with BBRv3, which grew out of this code); this
+//! The algorithm lives in `bbr_v2v3/` (shared with BBRv3, which grew out of this code); this
 //! file holds v2alpha's constants as defaults, its name and its tunables. What makes v2 v2 here:
 //! STARTUP pacing and cwnd gain 2.885 (`high_gain`, as v1); PROBE_BW pacing gains UP 1.25,
 //! DOWN 0.75, CRUISE 1, REFILL 1, cwnd gain 2 (no extra PROBE_UP cwnd gain); PROBE_UP ends

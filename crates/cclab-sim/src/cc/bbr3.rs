@@ -4,7 +4,7 @@
 //! the same code with newer kernel APIs (`cwnd_event_tx_start`, `tcp_ecn_mode_any`); and
 //! draft-ietf-ccwg-bbr for intent.
 //!
-//! The algorithm lives in `bbr_v2v3.rs` (shared with BBRv2); this file holds v3's constants as
+//! The algorithm lives in `bbr_v2v3/` (shared with BBRv2); this file holds v3's constants as
 //! defaults, its name and its tunables. What makes v3 v3 here:
 //! STARTUP pacing gain 2.77 (4 ln 2) with cwnd gain 2.0; PROBE_BW pacing gains UP 1.25,
 //! DOWN 0.91, CRUISE 1, REFILL 1 with cwnd gain 2.25 in UP (`bw_probe_cwnd_gain` 1/4);

@@ -26,7 +26,7 @@
 //!   kernel when jiffies pass through 0; it is then restarted on the next ACK.
 
 use super::reno::{tcp_cong_avoid_ai, tcp_reno_undo_cwnd, tcp_slow_start};
-use super::{AckSample, CaEvent, CaState, CcError, CongestionControl};
+use super::{after, AckSample, CaEvent, CaState, CcError, CongestionControl};
 use crate::tcp::sock::TcpSock;
 
 /// Scale of `beta` (`BICTCP_BETA_SCALE`): max_cwnd = snd_cwnd * beta / 1024.
@@ -593,11 +593,6 @@ fn bictcp_clock_us(tp: &TcpSock) -> u32 {
 /// include/linux/jiffies.h: usecs_to_jiffies() (rounds up), with `HZ = hz`.
 fn usecs_to_jiffies(us: u32, hz: u32) -> u64 {
     (us as u64 * hz as u64).div_ceil(USEC_PER_SEC)
-}
-
-/// include/linux/jiffies.h: time_after() as `after()` on u32 jiffies: `(s32)(b - a) < 0`.
-fn after(a: u32, b: u32) -> bool {
-    (b.wrapping_sub(a) as i32) < 0
 }
 
 /// net/ipv4/tcp_cubic.c: HYSTART_DELAY_THRESH(x) = clamp(x, 4 ms, 16 ms).

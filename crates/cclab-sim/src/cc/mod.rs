@@ -33,6 +33,17 @@ pub use registry::{algorithms, build, AlgorithmInfo, CcError, ParamInfo, ParamVa
 
 use crate::tcp::sock::TcpSock;
 
+/// `after(seq2, seq1)` on 32-bit wrapping counters (include/net/tcp.h; `time_after` in
+/// include/linux/jiffies.h is the same test): `a` is later than `b`.
+pub(crate) fn after(a: u32, b: u32) -> bool {
+    (b.wrapping_sub(a) as i32) < 0
+}
+
+/// `before(seq1, seq2)`: `a` is earlier than `b`.
+pub(crate) fn before(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
 /// TCP congestion-avoidance state machine (`enum tcp_ca_state`, include/net/tcp.h).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]

@@ -33,8 +33,8 @@
 //! The gains and windows that Linux hard-codes are tunables here (defaults = Linux's constants).
 
 use super::params::ParamReader;
+use super::{after, before, Params, RateSample};
 use super::{AlgorithmInfo, CaEvent, CaState, CcError, CongestionControl, ParamInfo, ParamValue};
-use super::{Params, RateSample};
 use crate::tcp::minmax::MinMax;
 use crate::tcp::sock::TcpSock;
 
@@ -232,16 +232,6 @@ pub enum Mode {
     ProbeRtt,
 }
 
-/// `after(a, b)` on 32-bit wrapping counters (include/net/tcp.h).
-fn after(a: u32, b: u32) -> bool {
-    (b.wrapping_sub(a) as i32) < 0
-}
-
-/// `before(a, b)`.
-fn before(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) < 0
-}
-
 /// BBR's private state (`struct bbr`).
 #[derive(Debug, Clone)]
 pub struct Bbr {
@@ -360,7 +350,6 @@ mod model;
 mod pacing;
 #[cfg(test)]
 mod tests;
-
 
 impl CongestionControl for Bbr {
     fn name(&self) -> &'static str {

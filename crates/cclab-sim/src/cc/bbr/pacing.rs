@@ -174,7 +174,14 @@ impl Bbr {
 
     /// `bbr_set_cwnd`: slow-start up toward the target, or snap down to it once the pipe is
     /// full; PROBE_RTT caps at cwnd_min_target.
-    pub(super) fn set_cwnd(&mut self, tp: &mut TcpSock, rs: &RateSample, acked: u32, bw: u32, gain: u32) {
+    pub(super) fn set_cwnd(
+        &mut self,
+        tp: &mut TcpSock,
+        rs: &RateSample,
+        acked: u32,
+        bw: u32,
+        gain: u32,
+    ) {
         let mut cwnd = tp.snd_cwnd;
         'done: {
             if acked == 0 {
