@@ -77,9 +77,14 @@ impl Bbr {
         (bytes / mss_now as u64).max(Self::min_tso_segs(tp)) as u32
     }
 
-    /// `bbr_tso_segs_goal`: segments per TSO burst at this pacing rate (GSO_MAX_SIZE bound).
-    pub(super) fn tso_segs_goal(tp: &TcpSock) -> u32 {
-        Self::tso_segs_generic(tp, tp.mss_cache, GSO_MAX_SIZE)
+    /// `bbr_tso_segs_goal`: segments per TSO burst at this pacing rate (GSO_MAX_SIZE bound),
+    /// memoised on its inputs (pacing rate, pacing shift, mss).
+    #[inline]
+    pub(super) fn tso_segs_goal(&self, tp: &TcpSock) -> u32 {
+        let key = (tp.mss_cache as u64) << 32 | tp.pacing_shift as u64;
+        self.tso_goal.get(tp.pacing_rate_bytes_per_s, key, || {
+            Self::tso_segs_generic(tp, tp.mss_cache, GSO_MAX_SIZE)
+        })
     }
 
     /// `bbr_save_cwnd`: remember the last good cwnd before recovery or PROBE_RTT.
@@ -103,7 +108,7 @@ impl Bbr {
     /// `bbr_quantization_budget`: room for TSO bursts in flight at both ends, an even cwnd,
     /// and +2 in the probing phase so small BDPs still probe.
     pub(super) fn quantization_budget(&self, tp: &TcpSock, cwnd: u32) -> u32 {
-        let mut cwnd = cwnd + 3 * Self::tso_segs_goal(tp);
+        let mut cwnd = cwnd + 3 * self.tso_segs_goal(tp);
         cwnd = (cwnd + 1) & !1;
         if self.mode == Mode::ProbeBw && self.cycle_idx == 0 {
             cwnd += 2;
@@ -125,7 +130,7 @@ impl Bbr {
         let interval_delivered = ((self.bw() as u64 * interval_us) >> BW_SCALE) as u32;
         let mut inflight_at_edt = inflight_now;
         if self.pacing_gain > BBR_UNIT {
-            inflight_at_edt += Self::tso_segs_goal(tp); // include EDT skb
+            inflight_at_edt += self.tso_segs_goal(tp); // include EDT skb
         }
         inflight_at_edt.saturating_sub(interval_delivered)
     }

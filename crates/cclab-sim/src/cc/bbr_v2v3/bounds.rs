@@ -111,6 +111,7 @@ impl BbrNext {
     }
 
     /// `bbr_is_inflight_too_high`: lost / tx_in_flight > loss_thresh (or the ECN ratio).
+    #[inline]
     pub(super) fn is_inflight_too_high(&self, rs: &RateSample) -> bool {
         if rs.lost > 0 && rs.tx_in_flight > 0 {
             let loss_thresh = (rs.tx_in_flight as u64 * self.p.loss_thresh as u64) >> BBR_SCALE;
@@ -149,6 +150,7 @@ impl BbrNext {
     }
 
     /// `bbr_inflight_with_headroom`.
+    #[inline]
     pub(super) fn inflight_with_headroom(&self) -> u32 {
         if self.inflight_hi == NONE {
             return NONE;
@@ -160,6 +162,7 @@ impl BbrNext {
     }
 
     /// `bbr_bound_cwnd_for_inflight_model`.
+    #[inline]
     pub(super) fn bound_cwnd_for_inflight_model(&self, tp: &mut TcpSock) {
         if !self.initialized {
             return;
@@ -247,6 +250,7 @@ impl BbrNext {
     }
 
     /// `bbr_update_latest_delivery_signals`.
+    #[inline]
     pub(super) fn update_latest_delivery_signals(
         &mut self,
         tp: &TcpSock,
@@ -266,6 +270,7 @@ impl BbrNext {
     }
 
     /// `bbr_advance_latest_delivery_signals` (v3).
+    #[inline]
     pub(super) fn advance_latest_delivery_signals(&mut self, rs: &RateSample, ctx: &Ctx) {
         if self.loss_round_start && !rs.is_acking_tlp_retrans_seq {
             self.bw_latest = ctx.sample_bw;
@@ -274,6 +279,7 @@ impl BbrNext {
     }
 
     /// `bbr_update_congestion_signals`.
+    #[inline]
     pub(super) fn update_congestion_signals(&mut self, tp: &TcpSock, rs: &RateSample, ctx: &Ctx) {
         if self.v == Version::V2 {
             self.loss_round_start = false;

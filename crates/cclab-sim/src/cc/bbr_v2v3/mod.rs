@@ -38,7 +38,7 @@
 //! Units as in the kernel: bandwidth in packets/us << 24 (`BW_SCALE`), gains in 1/256
 //! (`BBR_SCALE`), times in jiffies or us as the source has them.
 
-use super::bbr::{BBR_SCALE, BBR_UNIT, BW_SCALE, BW_UNIT};
+use super::bbr::{TsoGoalMemo, BBR_SCALE, BBR_UNIT, BW_SCALE, BW_UNIT};
 use super::params::ParamReader;
 use super::{
     after, before, CaEvent, CaState, CcError, CongestionControl, ParamInfo, ParamValue, Params,
@@ -198,6 +198,8 @@ pub struct BbrNext {
     pub startup_loss_exits: u32,
     /// Times a probe found inflight too high (`bbr_handle_inflight_too_high`), for tests.
     pub inflight_too_high_events: u32,
+    /// Last `bbr_tso_segs_generic` at 64 KiB (not kernel state).
+    tso_memo: TsoGoalMemo,
 }
 
 /// `struct bbr_context`: this ACK's bandwidth sample.
@@ -273,20 +275,24 @@ impl BbrNext {
             alpha_last_delivered_ce: 0,
             startup_loss_exits: 0,
             inflight_too_high_events: 0,
+            tso_memo: TsoGoalMemo::default(),
         }
     }
 
     /// `bbr_max_bw`: max of the two bw_hi windows.
+    #[inline]
     pub fn max_bw(&self) -> u32 {
         self.bw_hi[0].max(self.bw_hi[1])
     }
 
     /// `bbr_bw`: the estimate in use, min(max_bw, bw_lo).
+    #[inline]
     pub fn bw(&self) -> u32 {
         self.max_bw().min(self.bw_lo)
     }
 
     /// `bbr_extra_acked`.
+    #[inline]
     fn extra_acked(&self) -> u32 {
         self.extra_acked[0].max(self.extra_acked[1])
     }

@@ -6,6 +6,7 @@ use super::*;
 
 impl BbrNext {
     /// `bbr_update_round_start`.
+    #[inline]
     pub(super) fn update_round_start(&mut self, tp: &TcpSock, rs: &RateSample) {
         self.round_start = false;
         if rs.interval_us > 0 && !before(rs.prior_delivered, self.next_rtt_delivered) {
@@ -15,6 +16,7 @@ impl BbrNext {
     }
 
     /// `bbr_calculate_bw_sample`: delivered / interval, rounded up.
+    #[inline]
     pub(super) fn calculate_bw_sample(&self, rs: &RateSample, ctx: &mut Ctx) {
         if rs.interval_us > 0 && rs.delivered >= 0 {
             let bw = (rs.delivered as u64 * BW_UNIT).div_ceil(rs.interval_us as u64);
@@ -23,6 +25,7 @@ impl BbrNext {
     }
 
     /// `bbr_update_ack_aggregation` (1-round window before the pipe is full).
+    #[inline]
     pub(super) fn update_ack_aggregation(&mut self, tp: &TcpSock, rs: &RateSample) {
         if self.p.extra_acked_gain == 0
             || rs.acked_sacked == 0
@@ -74,6 +77,7 @@ impl BbrNext {
 
     /// `bbr_update_min_rtt`: the 5 s probe_rtt_min filter times PROBE_RTT; the 10 s min_rtt
     /// filter is refreshed from it.
+    #[inline]
     pub(super) fn update_min_rtt(&mut self, tp: &mut TcpSock, rs: &RateSample) {
         let now = tp.jiffies();
         let expire = self
@@ -131,6 +135,7 @@ impl BbrNext {
     }
 
     /// `bbr_update_gains` (v2alpha has no extra PROBE_UP cwnd gain).
+    #[inline]
     pub(super) fn update_gains(&mut self) {
         let (pacing, cwnd) = match self.mode {
             Mode::Startup => (self.p.startup_pacing_gain, self.p.startup_cwnd_gain),
@@ -152,6 +157,7 @@ impl BbrNext {
     }
 
     /// `bbr_take_max_bw_sample`.
+    #[inline]
     pub(super) fn take_max_bw_sample(&mut self, bw: u32) {
         self.bw_hi[1] = self.bw_hi[1].max(bw);
     }
@@ -173,6 +179,7 @@ impl BbrNext {
     }
 
     /// `bbr_target_inflight`.
+    #[inline]
     pub(super) fn target_inflight(&self, tp: &TcpSock) -> u32 {
         self.inflight(tp, self.bw(), BBR_UNIT).min(tp.snd_cwnd)
     }
@@ -185,6 +192,7 @@ impl BbrNext {
     }
 
     /// `bbr_has_elapsed_in_phase`.
+    #[inline]
     pub(super) fn has_elapsed_in_phase(&self, tp: &TcpSock, interval_us: u32) -> bool {
         tp.tcp_mstamp_us as i64 - (self.cycle_mstamp + interval_us as u64) as i64 > 0
     }
@@ -203,6 +211,7 @@ impl BbrNext {
 
     /// `bbr_check_loss_too_high_in_startup`: >= full_loss_cnt loss events in a recovery round
     /// with a loss rate above loss_thresh end STARTUP.
+    #[inline]
     pub(super) fn check_loss_too_high_in_startup(&mut self, tp: &TcpSock, rs: &RateSample) {
         if self.full_bw_reached {
             return;
@@ -226,6 +235,7 @@ impl BbrNext {
 
     /// `bbr_check_full_bw_reached`: v3 compares each sample and sets `full_bw_now`; v2alpha
     /// keeps v1's once-per-round test on max_bw.
+    #[inline]
     pub(super) fn check_full_bw_reached(&mut self, rs: &RateSample, ctx: &Ctx) {
         match self.v {
             Version::V3 => {
@@ -264,6 +274,7 @@ impl BbrNext {
     }
 
     /// `bbr_check_drain`.
+    #[inline]
     pub(super) fn check_drain(&mut self, tp: &mut TcpSock) {
         if self.mode == Mode::Startup && self.full_bw_reached {
             self.mode = Mode::Drain;
@@ -280,6 +291,7 @@ impl BbrNext {
     }
 
     /// `bbr_update_model`.
+    #[inline]
     pub(super) fn update_model(&mut self, tp: &mut TcpSock, rs: &RateSample, ctx: &Ctx) {
         self.update_congestion_signals(tp, rs, ctx);
         self.update_ack_aggregation(tp, rs);
@@ -291,6 +303,7 @@ impl BbrNext {
     }
 
     /// `bbr_run_fast_path`.
+    #[inline]
     pub(super) fn run_fast_path(
         &mut self,
         tp: &mut TcpSock,

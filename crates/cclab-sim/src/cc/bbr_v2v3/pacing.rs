@@ -5,6 +5,7 @@ use super::*;
 
 impl BbrNext {
     /// `bbr_rate_bytes_per_sec` (v3 form, with a margin and a floor of 1).
+    #[inline]
     pub(super) fn rate_bytes_per_sec(tp: &TcpSock, rate: u64, gain: u32, margin: u64) -> u64 {
         let mut rate = rate * tp.mss_cache as u64;
         rate *= gain as u64;
@@ -15,6 +16,7 @@ impl BbrNext {
     }
 
     /// `bbr_bw_to_pacing_rate`.
+    #[inline]
     pub(super) fn bw_to_pacing_rate(tp: &TcpSock, bw: u32, gain: u32) -> u64 {
         Self::rate_bytes_per_sec(tp, bw as u64, gain, PACING_MARGIN_PERCENT)
             .min(tp.max_pacing_rate_bytes_per_s)
@@ -34,6 +36,7 @@ impl BbrNext {
     }
 
     /// `bbr_set_pacing_rate`.
+    #[inline]
     pub(super) fn set_pacing_rate(&mut self, tp: &mut TcpSock, bw: u32, gain: u32) {
         let rate = Self::bw_to_pacing_rate(tp, bw, gain);
         if !self.has_seen_rtt && tp.srtt_us != 0 {
@@ -64,9 +67,20 @@ impl BbrNext {
         (bytes / mss_now as u64).max(min_segs) as u32
     }
 
+    /// `bbr_tso_segs_generic` with the device's 64 KiB, memoised on its inputs (pacing rate,
+    /// pacing shift, mss, min_rtt): `bbr_tso_segs` and `bbr_tso_segs_goal` both use it.
+    #[inline]
+    pub(super) fn tso_segs_legacy(&self, tp: &TcpSock, mss_now: u32) -> u32 {
+        let key = (mss_now as u64) << 40 | (tp.pacing_shift as u64) << 32 | self.min_rtt_us as u64;
+        self.tso_memo.get(tp.pacing_rate_bytes_per_s, key, || {
+            self.tso_segs_generic(tp, mss_now, GSO_LEGACY_MAX_SIZE)
+        })
+    }
+
     /// `bbr_tso_segs_goal`.
+    #[inline]
     pub(super) fn tso_segs_goal(&self, tp: &TcpSock) -> u32 {
-        self.tso_segs_generic(tp, tp.mss_cache, GSO_LEGACY_MAX_SIZE)
+        self.tso_segs_legacy(tp, tp.mss_cache)
     }
 
     /// `bbr_save_cwnd`.
@@ -79,6 +93,7 @@ impl BbrNext {
     }
 
     /// `bbr_bdp`: ceil(bw * min_rtt * gain), or init_cwnd before any RTT sample.
+    #[inline]
     pub(super) fn bdp(&self, bw: u32, gain: u32) -> u32 {
         if self.min_rtt_us == u32::MAX {
             return self.init_cwnd;
@@ -89,6 +104,7 @@ impl BbrNext {
 
     /// `bbr_quantization_budget`: max(cwnd, 3 TSO bursts, cwnd_min_target) (v3; v2alpha's
     /// default `cwnd_tso_budget` = 1, "flooring", is the same), +2 in PROBE_UP.
+    #[inline]
     pub(super) fn quantization_budget(&self, tp: &TcpSock, cwnd: u32) -> u32 {
         let tso = 3 * self.tso_segs_goal(tp);
         let mut cwnd = cwnd.max(tso).max(self.p.cwnd_min_target);
@@ -99,12 +115,14 @@ impl BbrNext {
     }
 
     /// `bbr_inflight`.
+    #[inline]
     pub(super) fn inflight(&self, tp: &TcpSock, bw: u32, gain: u32) -> u32 {
         let bdp = self.bdp(bw, gain);
         self.quantization_budget(tp, bdp)
     }
 
     /// `bbr_packets_in_net_at_edt`.
+    #[inline]
     pub(super) fn packets_in_net_at_edt(&self, tp: &TcpSock, inflight_now: u32) -> u32 {
         let now_ns = tp.tcp_clock_cache_ns;
         let edt_ns = tp.tcp_wstamp_ns.max(now_ns);
@@ -119,6 +137,7 @@ impl BbrNext {
 
     /// `bbr_ack_aggregation_cwnd` (v2alpha: also in STARTUP, as its default
     /// `extra_acked_in_startup` = 1 allows; the same as v3).
+    #[inline]
     pub(super) fn ack_aggregation_cwnd(&self) -> u32 {
         if self.p.extra_acked_gain == 0 {
             return 0;
@@ -137,6 +156,7 @@ impl BbrNext {
     }
 
     /// `bbr_set_cwnd`.
+    #[inline]
     pub(super) fn set_cwnd(&mut self, tp: &mut TcpSock, acked: u32, bw: u32, gain: u32) {
         let mut cwnd = tp.snd_cwnd;
         'done: {

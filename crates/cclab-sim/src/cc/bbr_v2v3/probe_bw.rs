@@ -83,6 +83,7 @@ impl BbrNext {
     }
 
     /// `bbr_adapt_upper_bounds`; true when it decided a state transition.
+    #[inline]
     pub(super) fn adapt_upper_bounds(&mut self, tp: &mut TcpSock, rs: &RateSample) -> bool {
         if self.ack_phase == AckPhase::ProbeStarting && self.round_start {
             self.ack_phase = AckPhase::ProbeFeedback;
@@ -139,6 +140,7 @@ impl BbrNext {
     }
 
     /// `bbr_check_time_to_cruise` (v2alpha's `drain_to_target` = true: the same test).
+    #[inline]
     pub(super) fn check_time_to_cruise(&self, tp: &TcpSock, inflight: u32, bw: u32) -> bool {
         if inflight > self.inflight_with_headroom() {
             return false;
@@ -147,6 +149,7 @@ impl BbrNext {
     }
 
     /// `bbr_update_cycle_phase`: the PROBE_BW state machine.
+    #[inline]
     pub(super) fn update_cycle_phase(&mut self, tp: &mut TcpSock, rs: &RateSample, ctx: &Ctx) {
         if !self.full_bw_reached {
             return;
@@ -157,7 +160,9 @@ impl BbrNext {
         if self.mode != Mode::ProbeBw {
             return;
         }
-        let inflight = self.packets_in_net_at_edt(tp, rs.prior_in_flight);
+        // inflight = bbr_packets_in_net_at_edt(sk, rs->prior_in_flight), a pure function of
+        // the state here; only PROBE_UP and PROBE_DOWN read it, so it is computed there.
+        let inflight = |s: &Self, tp: &TcpSock| s.packets_in_net_at_edt(tp, rs.prior_in_flight);
         let bw = self.max_bw();
         match self.cycle_idx {
             BW_PROBE_CRUISE => {
@@ -170,6 +175,7 @@ impl BbrNext {
                 }
             }
             BW_PROBE_UP => {
+                let inflight = inflight(self, tp);
                 let mut done = false;
                 if self.prev_probe_too_high && inflight >= self.inflight_hi {
                     self.stopped_risky_probe = true;
@@ -202,6 +208,7 @@ impl BbrNext {
                 }
             }
             BW_PROBE_DOWN => {
+                let inflight = inflight(self, tp);
                 if self.check_time_to_probe_bw(tp) {
                     return;
                 }
