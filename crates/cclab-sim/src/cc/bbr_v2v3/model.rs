@@ -77,7 +77,7 @@ impl BbrNext {
 
     /// `bbr_update_min_rtt`: the 5 s probe_rtt_min filter times PROBE_RTT; the 10 s min_rtt
     /// filter is refreshed from it.
-    #[inline]
+    #[inline(always)]
     pub(super) fn update_min_rtt(&mut self, tp: &mut TcpSock, rs: &RateSample) {
         let now = tp.jiffies();
         let expire = self
@@ -274,7 +274,7 @@ impl BbrNext {
     }
 
     /// `bbr_check_drain`.
-    #[inline]
+    #[inline(always)]
     pub(super) fn check_drain(&mut self, tp: &mut TcpSock) {
         if self.mode == Mode::Startup && self.full_bw_reached {
             self.mode = Mode::Drain;

@@ -149,7 +149,7 @@ impl BbrNext {
     }
 
     /// `bbr_update_cycle_phase`: the PROBE_BW state machine.
-    #[inline]
+    #[inline(always)]
     pub(super) fn update_cycle_phase(&mut self, tp: &mut TcpSock, rs: &RateSample, ctx: &Ctx) {
         if !self.full_bw_reached {
             return;
