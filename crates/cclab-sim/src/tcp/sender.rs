@@ -580,8 +580,7 @@ impl Sender {
             let idx = self.rtx.len() - 1;
             let (prior_wstamp_ns, len) = self.transmit_seg(idx, false, out);
             // tcp_write_xmit sizes each skb once (tcp_tso_segs), when it starts a new one.
-            let (prior, bytes, left) =
-                skb.unwrap_or_else(|| (prior_wstamp_ns, 0, self.tso_segs()));
+            let (prior, bytes, left) = skb.unwrap_or_else(|| (prior_wstamp_ns, 0, self.tso_segs()));
             if left <= 1 {
                 self.update_skb_after_send(bytes + len, prior);
                 skb = None;

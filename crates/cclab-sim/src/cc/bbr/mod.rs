@@ -232,28 +232,6 @@ pub enum Mode {
     ProbeRtt,
 }
 
-/// A memo of `bbr_tso_segs_goal`: the kernel recomputes it (a division) several times per
-/// ACK and once per skb, but it only changes when its inputs do, so the last result is kept
-/// with those inputs (`key`: pacing rate, and the rest packed by the caller) and returned
-/// while they are unchanged. Not kernel state; the value is always the kernel's.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct TsoGoalMemo(std::cell::Cell<(u64, u64, u32)>);
-
-impl TsoGoalMemo {
-    /// The goal for inputs (`rate`, `key`), computing it with `f` when they changed.
-    #[inline]
-    pub(crate) fn get(&self, rate: u64, key: u64, f: impl FnOnce() -> u32) -> u32 {
-        let (r, k, segs) = self.0.get();
-        // segs >= 1 whenever set, so 0 marks an empty memo.
-        if segs != 0 && r == rate && k == key {
-            return segs;
-        }
-        let segs = f();
-        self.0.set((rate, key, segs));
-        segs
-    }
-}
-
 /// BBR's private state (`struct bbr`).
 #[derive(Debug, Clone)]
 pub struct Bbr {
@@ -324,10 +302,6 @@ pub struct Bbr {
     extra_acked_win_rtts: u32,
     /// Current index in extra_acked.
     extra_acked_win_idx: usize,
-    /// Last `bbr_tso_segs_goal` (not kernel state).
-    tso_goal: TsoGoalMemo,
-    /// Last `bbr_tso_segs` (not kernel state).
-    tso_skb: TsoGoalMemo,
 }
 
 impl Bbr {
@@ -368,8 +342,6 @@ impl Bbr {
             ack_epoch_acked: 0,
             extra_acked_win_rtts: 0,
             extra_acked_win_idx: 0,
-            tso_goal: TsoGoalMemo::default(),
-            tso_skb: TsoGoalMemo::default(),
         }
     }
 }
@@ -465,10 +437,7 @@ impl CongestionControl for Bbr {
 
     /// `bbr_tso_segs`: the skb size at transmit, within the device's 64 KiB `sk_gso_max_size`.
     fn tso_segs(&self, tp: &TcpSock, mss_now: u32) -> Option<u32> {
-        let key = (mss_now as u64) << 32 | tp.pacing_shift as u64;
-        Some(self.tso_skb.get(tp.pacing_rate_bytes_per_s, key, || {
-            Self::tso_segs_generic(tp, mss_now, DEVICE_GSO_MAX_SIZE)
-        }))
+        Some(Self::tso_segs_generic(tp, mss_now, DEVICE_GSO_MAX_SIZE))
     }
 
     fn has_cong_control(&self) -> bool {

@@ -77,14 +77,10 @@ impl Bbr {
         (bytes / mss_now as u64).max(Self::min_tso_segs(tp)) as u32
     }
 
-    /// `bbr_tso_segs_goal`: segments per TSO burst at this pacing rate (GSO_MAX_SIZE bound),
-    /// memoised on its inputs (pacing rate, pacing shift, mss).
+    /// `bbr_tso_segs_goal`: segments per TSO burst at this pacing rate (GSO_MAX_SIZE bound).
     #[inline]
     pub(super) fn tso_segs_goal(&self, tp: &TcpSock) -> u32 {
-        let key = (tp.mss_cache as u64) << 32 | tp.pacing_shift as u64;
-        self.tso_goal.get(tp.pacing_rate_bytes_per_s, key, || {
-            Self::tso_segs_generic(tp, tp.mss_cache, GSO_MAX_SIZE)
-        })
+        Self::tso_segs_generic(tp, tp.mss_cache, GSO_MAX_SIZE)
     }
 
     /// `bbr_save_cwnd`: remember the last good cwnd before recovery or PROBE_RTT.

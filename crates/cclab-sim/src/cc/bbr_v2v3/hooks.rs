@@ -175,6 +175,6 @@ impl BbrNext {
 
     /// `bbr_tso_segs`: skb size at transmit within the device's 64 KiB.
     pub fn tso_segs(&self, tp: &TcpSock, mss_now: u32) -> u32 {
-        self.tso_segs_legacy(tp, mss_now)
+        self.tso_segs_generic(tp, mss_now, GSO_LEGACY_MAX_SIZE)
     }
 }

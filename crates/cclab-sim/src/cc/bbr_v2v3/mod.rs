@@ -38,7 +38,7 @@
 //! Units as in the kernel: bandwidth in packets/us << 24 (`BW_SCALE`), gains in 1/256
 //! (`BBR_SCALE`), times in jiffies or us as the source has them.
 
-use super::bbr::{TsoGoalMemo, BBR_SCALE, BBR_UNIT, BW_SCALE, BW_UNIT};
+use super::bbr::{BBR_SCALE, BBR_UNIT, BW_SCALE, BW_UNIT};
 use super::params::ParamReader;
 use super::{
     after, before, CaEvent, CaState, CcError, CongestionControl, ParamInfo, ParamValue, Params,
@@ -198,8 +198,6 @@ pub struct BbrNext {
     pub startup_loss_exits: u32,
     /// Times a probe found inflight too high (`bbr_handle_inflight_too_high`), for tests.
     pub inflight_too_high_events: u32,
-    /// Last `bbr_tso_segs_generic` at 64 KiB (not kernel state).
-    tso_memo: TsoGoalMemo,
 }
 
 /// `struct bbr_context`: this ACK's bandwidth sample.
@@ -275,7 +273,6 @@ impl BbrNext {
             alpha_last_delivered_ce: 0,
             startup_loss_exits: 0,
             inflight_too_high_events: 0,
-            tso_memo: TsoGoalMemo::default(),
         }
     }
 

@@ -67,20 +67,10 @@ impl BbrNext {
         (bytes / mss_now as u64).max(min_segs) as u32
     }
 
-    /// `bbr_tso_segs_generic` with the device's 64 KiB, memoised on its inputs (pacing rate,
-    /// pacing shift, mss, min_rtt): `bbr_tso_segs` and `bbr_tso_segs_goal` both use it.
-    #[inline]
-    pub(super) fn tso_segs_legacy(&self, tp: &TcpSock, mss_now: u32) -> u32 {
-        let key = (mss_now as u64) << 40 | (tp.pacing_shift as u64) << 32 | self.min_rtt_us as u64;
-        self.tso_memo.get(tp.pacing_rate_bytes_per_s, key, || {
-            self.tso_segs_generic(tp, mss_now, GSO_LEGACY_MAX_SIZE)
-        })
-    }
-
     /// `bbr_tso_segs_goal`.
     #[inline]
     pub(super) fn tso_segs_goal(&self, tp: &TcpSock) -> u32 {
-        self.tso_segs_legacy(tp, tp.mss_cache)
+        self.tso_segs_generic(tp, tp.mss_cache, GSO_LEGACY_MAX_SIZE)
     }
 
     /// `bbr_save_cwnd`.
