@@ -117,6 +117,9 @@ class RunResult:
             "scenario": sc.as_run(),
             "flows": per_flow,
             "links": raw["link_stats"],
+            #: per flow, the link directions (by name) and nodes its data and its ACKs cross
+            "paths": {p["flow"]: {k: p[k] for k in ("fwd", "rev", "fwd_nodes", "rev_nodes")}
+                      for p in raw.get("paths", [])},
             "run": {
                 "events_processed": raw["events_processed"],
                 "sim_duration_s": raw["sim_duration_s"],

@@ -8,7 +8,6 @@ normalised JSON the simulator core reads.
 from __future__ import annotations
 
 import json
-import math
 import re
 import tomllib
 from importlib import resources
@@ -26,6 +25,8 @@ __all__ = [
     "Link",
     "Duplex",
     "Host",
+    "Node",
+    "NetLink",
     "SimSettings",
     "ScenarioError",
     "load_scenario",
@@ -131,8 +132,29 @@ class Duplex(Link):
 
 
 class Host(_Model):
+    """A dumbbell sender or receiver, with its access link."""
+
     name: str = Field(min_length=1)
     access: Duplex | None = None
+
+
+class Node(_Model):
+    """A node of the general form: a host (ends flows; a namespace on the kernel backend) or a
+    router (forwards; inside cclab-link on the kernel backend)."""
+
+    name: str = Field(min_length=1)
+    kind: Literal["host", "router"] = "host"
+    #: Static routes: destination node -> next-hop node (a neighbour); other destinations
+    #: follow shortest paths (fewest hops, through routers).
+    routes: dict[str, str] = Field(default_factory=dict)
+
+
+class NetLink(Duplex):
+    """A point-to-point link of the general form: the fields of [bottleneck] for the direction
+    endpoints[0] -> endpoints[1], and ``reverse`` for the way back."""
+
+    name: str | None = None
+    endpoints: list[str] = Field(min_length=2, max_length=2)
 
 
 class Flow(_Model):
@@ -160,6 +182,12 @@ class Flow(_Model):
     #: ECN at both ends: "off"; "on" (RFC 3168, Linux net.ipv4.tcp_ecn = 1); "low" (google/bbr's
     #: ecn_low route feature: precise CE echo, used by bbr2/bbr3; simulator only).
     ecn: Literal["off", "on", "low"] = "off"
+    #: General form: the nodes the data crosses, sender first, receiver last; default: the
+    #: routing table (static routes, then shortest paths).
+    path: list[str] | None = None
+    #: General form: the nodes the ACKs cross, receiver first; default: ``path`` reversed if
+    #: given, else the routing table.
+    reverse_path: list[str] | None = None
 
     @model_validator(mode="after")
     def _rto_order(self) -> "Flow":
@@ -215,16 +243,38 @@ class Scenario(_Model):
     seed: int = Field(default=1, ge=0, lt=2**63)
     sim: SimSettings = Field(default_factory=SimSettings)
     kernel: KernelSettings = Field(default_factory=KernelSettings)
-    bottleneck: Duplex
-    senders: list[Host] = Field(default_factory=lambda: [Host(name="sender")], min_length=1)
-    receivers: list[Host] = Field(default_factory=lambda: [Host(name="receiver")], min_length=1)
+    #: The dumbbell shorthand (with ``senders`` and ``receivers``), or None for the general form.
+    bottleneck: Duplex | None = None
+    senders: list[Host] | None = Field(default=None, min_length=1)
+    receivers: list[Host] | None = Field(default=None, min_length=1)
+    #: The general form: hosts and routers joined by point-to-point links.
+    nodes: list[Node] = Field(default_factory=list)
+    links: list[NetLink] = Field(default_factory=list)
     flows: list[Flow] = Field(min_length=1)
     #: Directory that relative paths (capacity traces) are read from.
     base_dir: str = Field(default=".", exclude=True)
 
+    @property
+    def is_general(self) -> bool:
+        """Whether the scenario uses the general form (``nodes`` and ``links``)."""
+        return self.bottleneck is None
+
     @model_validator(mode="after")
     def _references(self) -> "Scenario":
+        general = bool(self.nodes or self.links)
+        if self.bottleneck is not None and general:
+            raise ValueError("nodes: give either the dumbbell (bottleneck, senders, receivers) or the general form "
+                             "(nodes, links), not both")
+        if self.bottleneck is None and not general:
+            raise ValueError("bottleneck: required: a dumbbell's bottleneck, or the general form's nodes and links")
+        if general:
+            return self._general_references()
+        if self.senders is None:
+            self.senders = [Host(name="sender")]
+        if self.receivers is None:
+            self.receivers = [Host(name="receiver")]
         b = self.bottleneck
+        assert b is not None
         if b.rate_bps is None and b.capacity_trace is None:
             raise ValueError("bottleneck: give rate_bps or capacity_trace")
         if b.delay_ms is None:
@@ -247,11 +297,46 @@ class Scenario(_Model):
                 raise ValueError(f"flows[{i}].sender: no sender named {f.sender!r}; senders are {senders}")
             if f.receiver not in receivers:
                 raise ValueError(f"flows[{i}].receiver: no receiver named {f.receiver!r}; receivers are {receivers}")
+            for key in ("path", "reverse_path"):
+                if getattr(f, key) is not None:
+                    raise ValueError(f"flows[{i}].{key}: paths are for the general form (nodes, links); a dumbbell "
+                                     "flow crosses its sender's access link, the bottleneck and its receiver's")
+        self._unique_flow_names()
+        return self
+
+    def _general_references(self) -> "Scenario":
+        """Names, defaults and the checks pydantic can make; the core checks the graph (dangling
+        nodes, loops, unreachable receivers, paths that do not exist) and names each error."""
+        for kind in ("senders", "receivers"):
+            if getattr(self, kind) is not None:
+                raise ValueError(f"{kind}: the general form declares hosts as [[nodes]] (kind = \"host\"); "
+                                 "senders and receivers belong to the dumbbell")
+        hosts = [n.name for n in self.nodes if n.kind == "host"]
+        for k, link in enumerate(self.links):
+            if link.name is None:
+                link.name = "-".join(link.endpoints)
+            if link.delay_ms is None:
+                link.delay_ms = 0.0
+        for i, f in enumerate(self.flows):
+            if f.name is None:
+                f.name = f"flow{i}"
+            for key, default in (("sender", f.path[0] if f.path else None),
+                                 ("receiver", f.path[-1] if f.path else None)):
+                if getattr(f, key) is None:
+                    if default is None and len(hosts) == 2:
+                        default = hosts[0] if key == "sender" else hosts[1]
+                    if default is None:
+                        raise ValueError(f"flows[{i}].{key}: required in the general form (a host's name; "
+                                         f"hosts are {hosts})")
+                    setattr(f, key, default)
+        self._unique_flow_names()
+        return self
+
+    def _unique_flow_names(self) -> None:
         names = [f.name for f in self.flows]
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             raise ValueError(f"flows: names must be unique, repeated: {sorted(dup)}")
-        return self
 
     # ----------------------------------------------------------------------------------------
     def _link_json(self, link: Link, forward: Link | None, path: str) -> dict[str, Any]:
@@ -305,21 +390,49 @@ class Scenario(_Model):
         """The normalised scenario: every default filled, every quantity a number in the unit
         its field name says, reverse links resolved, ``loss`` folded into ``loss_model``,
         capacity traces read into ``capacity_trace_text``."""
-        hosts = lambda hs, kind: [  # noqa: E731
-            {"name": h.name, "access": None if h.access is None else self._duplex_json(h.access, f"{kind}.{h.name}.access")}
-            for h in hs
-        ]
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
             "duration_s": self.duration_s,
             "seed": self.seed,
             "sim": self.sim.model_dump(),
-            "bottleneck": self._duplex_json(self.bottleneck, "bottleneck"),
-            "senders": hosts(self.senders, "senders"),
-            "receivers": hosts(self.receivers, "receivers"),
-            "flows": [f.model_dump() for f in self.flows],
         }
+        if self.bottleneck is not None:
+            hosts = lambda hs, kind: [  # noqa: E731
+                {"name": h.name,
+                 "access": None if h.access is None else self._duplex_json(h.access, f"{kind}[{i}].access")}
+                for i, h in enumerate(hs or [])
+            ]
+            out["bottleneck"] = self._duplex_json(self.bottleneck, "bottleneck")
+            out["senders"] = hosts(self.senders, "senders")
+            out["receivers"] = hosts(self.receivers, "receivers")
+        else:
+            out["nodes"] = [n.model_dump() for n in self.nodes]
+            out["links"] = [
+                {"name": link.name, "endpoints": list(link.endpoints), **self._duplex_json(link, f"links[{k}]")}
+                for k, link in enumerate(self.links)
+            ]
+        flows = []
+        for f in self.flows:
+            d = f.model_dump()
+            if self.bottleneck is not None:  # the dumbbell's flows have no paths
+                d.pop("path")
+                d.pop("reverse_path")
+            flows.append(d)
+        out["flows"] = flows
+        return out
+
+    def lowered(self) -> dict[str, Any]:
+        """The network this scenario builds, as both backends build it (the core's lowering):
+        ``nodes``, ``pairs`` (scenario links), ``links`` (simulated directions, in trace order:
+        name, link, from, to, field, spec) and ``flows`` (per flow: the link indices of ``fwd``
+        and ``rev``, the nodes crossed, ``sender_link`` and ``receiver_link``)."""
+        from . import _core
+
+        try:
+            return json.loads(_core.lower(self.to_core_json()))
+        except _core.ConfigError as e:
+            raise ScenarioError([(getattr(e, "field", "scenario"), getattr(e, "message", str(e)))]) from None
 
     def to_core_json(self) -> str:
         """:meth:`to_core_dict` as JSON, the input of ``cclab._core.simulate``."""
@@ -477,7 +590,8 @@ def load_scenario(source: str | Path | dict[str, Any] | Scenario, **overrides: A
 
 
 def _check_core(sc: Scenario, label: str | None) -> None:
-    """Ask the core about what only it can judge (algorithm names, cc_params, traces)."""
+    """Ask the core about what only it can judge (algorithm names, cc_params, traces, the
+    topology: routes, loops, paths)."""
     try:
         from . import _core
     except ImportError:  # pure-Python use without the compiled core
@@ -485,19 +599,4 @@ def _check_core(sc: Scenario, label: str | None) -> None:
     try:
         _core.validate(sc.to_core_json())
     except _core.ConfigError as e:
-        msg = str(e)
-        m = re.match(r"^([\w\[\].]+?)(?::\s|\.(?=cc_params))(.*)$", msg, re.S)
-        if m and m.group(1).startswith(("flows", "bottleneck", "senders", "receivers", "sim")):
-            sep_path = m.group(1)
-            rest = m.group(2)
-            if msg[len(sep_path)] == ".":
-                # "flows[0].cc_params.beta = 1.5 is out of range ..."
-                pm = re.match(r"^(cc_params\.\w+)\s*(?:= )?(.*)$", rest, re.S)
-                if pm:
-                    raise ScenarioError([(f"{sep_path}.{pm.group(1)}", pm.group(2))], source=label) from None
-            raise ScenarioError([(sep_path, rest)], source=label) from None
-        raise ScenarioError([("scenario", msg)], source=label) from None
-
-
-def _is_finite(x: float) -> bool:
-    return math.isfinite(x)
+        raise ScenarioError([(getattr(e, "field", "scenario"), getattr(e, "message", str(e)))], source=label) from None

@@ -5,7 +5,7 @@
 
 use cclab_net::link::LinkConfig;
 use cclab_net::loss::LossModel;
-use cclab_sim::config::LinkSpec;
+use cclab_net::spec::LinkSpec;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -278,7 +278,7 @@ fn check_time(field: String, v: f64) -> Result<(), SpecError> {
 }
 
 /// The cclab-net config of a LinkSpec, built as the simulator builds it
-/// (crates/cclab-sim/src/world.rs `link_config`).
+/// (`cclab_net::spec::LinkSpec::link_config`, shared with crates/cclab-sim).
 fn link_config(spec: &LinkSpec, loss: Option<f64>, f: &str) -> Result<LinkConfig, SpecError> {
     if spec.rate_bps == Some(0) {
         return Err(err(

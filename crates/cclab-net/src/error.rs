@@ -13,6 +13,15 @@ pub enum NetError {
         /// What would have been accepted, e.g. `a probability in [0, 1]`.
         accepted: String,
     },
+    /// A field of a scenario is wrong; the message says what is accepted (a scenario-level
+    /// check: topology, link specs in the scenario's units).
+    #[error("{field}: {message}")]
+    Field {
+        /// Dotted path of the field in the scenario, e.g. `links[2].endpoints[1]`.
+        field: String,
+        /// What is wrong and what is accepted.
+        message: String,
+    },
     /// A Mahimahi trace could not be read.
     #[error("line {line}: {msg}")]
     TraceParse {
@@ -30,6 +39,14 @@ impl NetError {
             field: field.to_string(),
             value: value.to_string(),
             accepted: accepted.to_string(),
+        }
+    }
+
+    /// Shorthand for [`NetError::Field`].
+    pub fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
+        NetError::Field {
+            field: field.into(),
+            message: message.into(),
         }
     }
 

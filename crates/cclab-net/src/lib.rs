@@ -26,6 +26,8 @@ pub mod loss;
 pub mod packet;
 pub mod rng;
 pub mod schedule;
+pub mod spec;
+pub mod topology;
 
 pub use capacity::{Capacity, MahimahiTrace, MAHIMAHI_MTU_BYTES};
 pub use element::Element;
@@ -33,6 +35,8 @@ pub use error::NetError;
 pub use link::{DelaySpike, DropReason, Dropped, Link, LinkConfig, LinkStats, Outage, QueueLimit};
 pub use loss::{Loss, LossModel};
 pub use packet::{Ecn, NetPacket};
+pub use spec::{DelaySpikeSpec, LinkSpec, OutageSpec};
+pub use topology::{Dir, Graph, Hop, LinkPairSpec, NodeKind, NodeSpec};
 
 /// Nanoseconds per microsecond.
 pub const NS_PER_US: u64 = 1_000;

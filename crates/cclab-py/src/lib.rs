@@ -12,7 +12,7 @@ create_exception!(
     _core,
     ConfigError,
     pyo3::exceptions::PyValueError,
-    "A scenario field is invalid; the message starts with its dotted path."
+    "A scenario field is invalid: `.field` is its dotted path, `.message` what is accepted."
 );
 create_exception!(
     _core,
@@ -21,8 +21,22 @@ create_exception!(
     "The simulation failed."
 );
 
+/// A `ConfigError` exception carrying the field's dotted path (`.field`) and what is wrong
+/// (`.message`) as attributes, so Python never parses the text back.
+fn config_error(e: cclab_sim::ConfigError) -> PyErr {
+    let err = ConfigError::new_err(e.to_string());
+    Python::attach(|py| {
+        let v = err.value(py);
+        // Setting attributes on a fresh exception instance cannot fail in practice; if it did,
+        // the message still names the field.
+        let _ = v.setattr("field", e.field.as_str());
+        let _ = v.setattr("message", e.message.as_str());
+    });
+    err
+}
+
 fn parse(config_json: &str) -> PyResult<Scenario> {
-    Scenario::from_json(config_json).map_err(|e| ConfigError::new_err(e.to_string()))
+    Scenario::from_json(config_json).map_err(config_error)
 }
 
 /// Run a normalised scenario (JSON); returns a dict of numpy columns and statistics.
@@ -59,7 +73,7 @@ fn simulate<'py>(
         return Err(e);
     }
     let out = result.map_err(|e| match e {
-        CoreError::Config(m) => ConfigError::new_err(m),
+        CoreError::Config(c) => config_error(c),
         other => SimError::new_err(other.to_string()),
     })?;
 
@@ -106,6 +120,8 @@ fn simulate<'py>(
     let ls =
         serde_json::to_string(&out.link_stats).map_err(|e| SimError::new_err(e.to_string()))?;
     d.set_item("link_stats", json.call_method1("loads", (ls,))?)?;
+    let ps = serde_json::to_string(&out.paths).map_err(|e| SimError::new_err(e.to_string()))?;
+    d.set_item("paths", json.call_method1("loads", (ps,))?)?;
     d.set_item("events_processed", out.events_processed)?;
     d.set_item("sim_duration_s", out.sim_duration_s)?;
     Ok(d)
@@ -115,6 +131,15 @@ fn simulate<'py>(
 #[pyfunction]
 fn validate(config_json: &str) -> PyResult<()> {
     parse(config_json).map(|_| ())
+}
+
+/// The network a normalised scenario builds (JSON): nodes, links, the simulated link
+/// directions and each flow's route (`cclab_sim::lower::Lowered`), as both backends build it.
+#[pyfunction]
+fn lower(config_json: &str) -> PyResult<String> {
+    let sc = parse(config_json)?;
+    let net = cclab_sim::lower::lower(&sc).map_err(config_error)?;
+    serde_json::to_string(&net).map_err(|e| SimError::new_err(e.to_string()))
 }
 
 /// JSON list of the algorithms and presets: name, base, description, source, params.
@@ -133,6 +158,7 @@ fn version() -> &'static str {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(lower, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;

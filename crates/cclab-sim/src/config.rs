@@ -4,21 +4,26 @@
 //! config built by hand (Rust tests, other front ends) gets the same clear errors.
 
 use crate::cc::{self, Params};
-use cclab_net::capacity::{Capacity, MahimahiTrace};
-use cclab_net::link::{DelaySpike, LinkConfig, Outage, QueueLimit};
-use cclab_net::{loss::LossModel, NS_PER_MS, NS_PER_S};
+pub use cclab_net::spec::{ms_to_ns, s_to_ns, DelaySpikeSpec, LinkSpec, OutageSpec};
+pub use cclab_net::topology::{LinkPairSpec, NodeKind, NodeSpec};
+use cclab_net::NetError;
 use serde::{Deserialize, Serialize};
 
-/// A field that is wrong, with what is accepted. Displayed as `field: message`, or as
-/// `field.message` when the message itself starts with the rest of the path (`cc_params.beta
-/// = 1.5 is out of range ...`).
+/// A field that is wrong, with what is accepted. Displayed as `field: message`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{field}{}{message}", if message.starts_with("cc_params.") { "." } else { ": " })]
+#[error("{field}: {message}")]
 pub struct ConfigError {
     /// Dotted path of the field, e.g. `flows[0].mss_bytes`.
     pub field: String,
     /// What is wrong and what is accepted.
     pub message: String,
+}
+
+impl ConfigError {
+    /// A field and what is wrong with it.
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        err(field, message)
+    }
 }
 
 fn err(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
@@ -42,11 +47,22 @@ pub struct Scenario {
     pub seed: u64,
     #[serde(default)]
     pub sim: SimSettings,
-    pub bottleneck: Duplex,
-    #[serde(default = "default_senders")]
-    pub senders: Vec<Host>,
-    #[serde(default = "default_receivers")]
-    pub receivers: Vec<Host>,
+    /// The dumbbell shorthand: the shared link (with `senders` and `receivers`). None in the
+    /// general form (`nodes` and `links`). `lower.rs` expands it into the general form.
+    #[serde(default)]
+    pub bottleneck: Option<Duplex>,
+    /// Dumbbell only: the senders with their access links (default: one, "sender").
+    #[serde(default)]
+    pub senders: Option<Vec<Host>>,
+    /// Dumbbell only: the receivers with their access links (default: one, "receiver").
+    #[serde(default)]
+    pub receivers: Option<Vec<Host>>,
+    /// General form: hosts and routers.
+    #[serde(default)]
+    pub nodes: Vec<NodeSpec>,
+    /// General form: point-to-point links between nodes.
+    #[serde(default)]
+    pub links: Vec<LinkPairSpec>,
     pub flows: Vec<FlowSpec>,
 }
 
@@ -54,14 +70,16 @@ fn one() -> u64 {
     1
 }
 
-fn default_senders() -> Vec<Host> {
+/// The dumbbell's default sender list: one host named "sender" on an ideal access link.
+pub fn default_senders() -> Vec<Host> {
     vec![Host {
         name: "sender".into(),
         access: None,
     }]
 }
 
-fn default_receivers() -> Vec<Host> {
+/// The dumbbell's default receiver list: one host named "receiver".
+pub fn default_receivers() -> Vec<Host> {
     vec![Host {
         name: "receiver".into(),
         access: None,
@@ -123,100 +141,6 @@ pub struct Duplex {
     pub rev: LinkSpec,
 }
 
-/// One direction of a link.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LinkSpec {
-    /// Serialisation rate; None with no trace = infinitely fast.
-    #[serde(default)]
-    pub rate_bps: Option<u64>,
-    /// Mahimahi trace text (replaces `rate_bps`).
-    #[serde(default)]
-    pub capacity_trace_text: Option<String>,
-    /// One-way propagation delay, ms.
-    #[serde(default)]
-    pub delay_ms: f64,
-    #[serde(default)]
-    pub queue_pkts: Option<u32>,
-    #[serde(default)]
-    pub queue_bytes: Option<u64>,
-    #[serde(default = "no_loss")]
-    pub loss_model: LossModel,
-    #[serde(default)]
-    pub outages: Vec<OutageSpec>,
-    #[serde(default)]
-    pub delay_spikes: Vec<DelaySpikeSpec>,
-    /// ECN step marking: ECT packets admitted while the queue holds at least this many packets
-    /// are marked CE; None = no marking.
-    #[serde(default)]
-    pub ecn_threshold_pkts: Option<u32>,
-}
-
-impl LinkSpec {
-    /// The cclab-net configuration of this link direction, as both the simulator (`world.rs`)
-    /// and the real-time emulator (`cclab-link`) build it. The only error is an unreadable
-    /// capacity trace (the message says which line); callers prefix their field path.
-    pub fn link_config(&self) -> Result<LinkConfig, String> {
-        let capacity = match (&self.capacity_trace_text, self.rate_bps) {
-            (Some(text), _) => Some(Capacity::Trace(
-                MahimahiTrace::parse(text).map_err(|e| e.to_string())?,
-            )),
-            (None, Some(r)) => Some(Capacity::Rate { rate_bps: r }),
-            (None, None) => None,
-        };
-        let queue = match (self.queue_pkts, self.queue_bytes) {
-            (Some(p), _) => QueueLimit::Packets(p),
-            (None, Some(b)) => QueueLimit::Bytes(b),
-            (None, None) => QueueLimit::Unlimited,
-        };
-        Ok(LinkConfig {
-            capacity,
-            delay_ns: ms_to_ns(self.delay_ms),
-            queue,
-            loss: self.loss_model.clone(),
-            outages: self
-                .outages
-                .iter()
-                .map(|o| Outage {
-                    start_ns: s_to_ns(o.start_s),
-                    duration_ns: s_to_ns(o.duration_s),
-                })
-                .collect(),
-            delay_spikes: self
-                .delay_spikes
-                .iter()
-                .map(|d| DelaySpike {
-                    start_ns: s_to_ns(d.start_s),
-                    duration_ns: s_to_ns(d.duration_s),
-                    extra_delay_ns: ms_to_ns(d.extra_delay_ms),
-                })
-                .collect(),
-            ecn_threshold_pkts: self.ecn_threshold_pkts,
-        })
-    }
-}
-
-fn no_loss() -> LossModel {
-    LossModel::None
-}
-
-/// The link serves nothing in [start_s, start_s + duration_s).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OutageSpec {
-    pub start_s: f64,
-    pub duration_s: f64,
-}
-
-/// Packets leaving in [start_s, start_s + duration_s) get `extra_delay_ms` more delay.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DelaySpikeSpec {
-    pub start_s: f64,
-    pub duration_s: f64,
-    pub extra_delay_ms: f64,
-}
-
 /// A sender or receiver host.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -272,6 +196,14 @@ pub struct FlowSpec {
     /// ECN at both ends: off, on (RFC 3168, Linux `tcp_ecn = 1`), low (google/bbr `ecn_low`).
     #[serde(default)]
     pub ecn: crate::tcp::ecn::EcnMode,
+    /// General form: the nodes the data crosses, sender first, receiver last; None: follow the
+    /// routing table (static routes, then shortest paths).
+    #[serde(default)]
+    pub path: Option<Vec<String>>,
+    /// General form: the nodes the ACKs cross, receiver first; None: `path` reversed when a
+    /// path is given, else the routing table.
+    #[serde(default)]
+    pub reverse_path: Option<Vec<String>>,
 }
 
 fn d_mss() -> u32 {
@@ -293,16 +225,6 @@ fn d_rto_max() -> f64 {
     120_000.0
 }
 
-/// Seconds (finite, >= 0) to nanoseconds.
-pub fn s_to_ns(s: f64) -> u64 {
-    (s * NS_PER_S as f64).round() as u64
-}
-
-/// Milliseconds to nanoseconds.
-pub fn ms_to_ns(ms: f64) -> u64 {
-    (ms * NS_PER_MS as f64).round() as u64
-}
-
 fn check_nonneg(field: &str, v: f64) -> Result<(), ConfigError> {
     if !v.is_finite() || v < 0.0 {
         return Err(err(
@@ -313,76 +235,42 @@ fn check_nonneg(field: &str, v: f64) -> Result<(), ConfigError> {
     Ok(())
 }
 
-impl LinkSpec {
-    fn validate(&self, path: &str) -> Result<(), ConfigError> {
-        if self.rate_bps == Some(0) {
-            return Err(err(
-                format!("{path}.rate_bps"),
-                "0 is not accepted: a rate > 0 bps",
-            ));
+/// An algorithm's refusal as the field it names: `flows[0].cc` or `flows[0].cc_params.beta`.
+pub(crate) fn cc_error(flow: &str, e: &cc::CcError) -> ConfigError {
+    let text = e.to_string();
+    match e {
+        cc::CcError::UnknownAlgorithm { .. } => err(format!("{flow}.cc"), text),
+        cc::CcError::UnknownParam { param, .. } | cc::CcError::BadValue { param, .. } => {
+            // The message starts with "cc_params.<param> ": the rest says what is wrong.
+            let head = format!("cc_params.{param} ");
+            let rest = text.strip_prefix(&head).unwrap_or(&text);
+            let rest = rest.strip_prefix("= ").unwrap_or(rest);
+            err(format!("{flow}.cc_params.{param}"), rest)
         }
-        if self.rate_bps.is_some() && self.capacity_trace_text.is_some() {
-            return Err(err(
-                format!("{path}.capacity_trace"),
-                "give either rate_bps or capacity_trace, not both",
-            ));
+        #[allow(unreachable_patterns)]
+        _ => err(flow, text),
+    }
+}
+
+impl From<NetError> for ConfigError {
+    fn from(e: NetError) -> Self {
+        match e {
+            NetError::Field { field, message } => ConfigError { field, message },
+            NetError::InvalidField { ref field, .. } => ConfigError {
+                field: field.clone(),
+                message: e.to_string(),
+            },
+            other => err("scenario", other.to_string()),
         }
-        check_nonneg(&format!("{path}.delay_ms"), self.delay_ms)?;
-        if self.queue_pkts.is_some() && self.queue_bytes.is_some() {
-            return Err(err(
-                format!("{path}.queue_bytes"),
-                "give either queue_pkts or queue_bytes",
-            ));
-        }
-        if self.queue_pkts == Some(0) || self.queue_bytes == Some(0) {
-            return Err(err(
-                format!("{path}.queue_pkts"),
-                "0 is not accepted: at least 1",
-            ));
-        }
-        self.loss_model
-            .validate()
-            .map_err(|e| err(format!("{path}.loss_model"), e.to_string()))?;
-        if let Some(k) = self.ecn_threshold_pkts {
-            if k == 0 {
-                return Err(err(
-                    format!("{path}.ecn_threshold_pkts"),
-                    "0 is not accepted: at least 1 packet (or none: no marking)",
-                ));
-            }
-            if self.queue_pkts.is_some_and(|q| k >= q) {
-                return Err(err(
-                    format!("{path}.ecn_threshold_pkts"),
-                    format!(
-                        "{k} is not accepted: below queue_pkts ({}), which the queue never exceeds",
-                        self.queue_pkts.unwrap_or(0)
-                    ),
-                ));
-            }
-        }
-        for (i, o) in self.outages.iter().enumerate() {
-            check_nonneg(&format!("{path}.outages[{i}].start_s"), o.start_s)?;
-            check_nonneg(&format!("{path}.outages[{i}].duration_s"), o.duration_s)?;
-        }
-        for (i, o) in self.delay_spikes.iter().enumerate() {
-            check_nonneg(&format!("{path}.delay_spikes[{i}].start_s"), o.start_s)?;
-            check_nonneg(
-                &format!("{path}.delay_spikes[{i}].duration_s"),
-                o.duration_s,
-            )?;
-            check_nonneg(
-                &format!("{path}.delay_spikes[{i}].extra_delay_ms"),
-                o.extra_delay_ms,
-            )?;
-        }
-        Ok(())
     }
 }
 
 impl Duplex {
     fn validate(&self, path: &str) -> Result<(), ConfigError> {
-        self.fwd.validate(&format!("{path}.fwd"))?;
-        self.rev.validate(&format!("{path}.rev"))
+        // Error paths in the scenario file's names: `bottleneck.delay_ms`,
+        // `bottleneck.reverse.loss_model`.
+        self.fwd.validate(path)?;
+        Ok(self.rev.validate(&format!("{path}.reverse"))?)
     }
 }
 
@@ -412,34 +300,12 @@ impl Scenario {
         if !(self.sim.trace_interval_ms.is_finite() && self.sim.trace_interval_ms >= 0.1) {
             return Err(err("sim.trace_interval_ms", "a period of at least 0.1 ms"));
         }
-        self.bottleneck.validate("bottleneck")?;
-        for (kind, hosts) in [("senders", &self.senders), ("receivers", &self.receivers)] {
-            if hosts.is_empty() {
-                return Err(err(kind, "at least one host"));
-            }
-            for (i, h) in hosts.iter().enumerate() {
-                if let Some(a) = &h.access {
-                    a.validate(&format!("{kind}[{i}].access"))?;
-                }
-            }
-        }
+        self.validate_network()?;
         if self.flows.is_empty() {
             return Err(err("flows", "at least one flow"));
         }
         for (i, f) in self.flows.iter().enumerate() {
             let p = format!("flows[{i}]");
-            if !self.senders.iter().any(|h| h.name == f.sender) {
-                return Err(err(
-                    format!("{p}.sender"),
-                    format!("no sender named {:?}", f.sender),
-                ));
-            }
-            if !self.receivers.iter().any(|h| h.name == f.receiver) {
-                return Err(err(
-                    format!("{p}.receiver"),
-                    format!("no receiver named {:?}", f.receiver),
-                ));
-            }
             if !(64..=65495).contains(&f.mss_bytes) {
                 return Err(err(
                     format!("{p}.mss_bytes"),
@@ -468,14 +334,80 @@ impl Scenario {
             if f.rto_min_ms > f.rto_max_ms {
                 return Err(err(format!("{p}.rto_min_ms"), "must not exceed rto_max_ms"));
             }
-            cc::build(&f.cc, &f.cc_params).map_err(|e| match &e {
-                cc::CcError::UnknownAlgorithm { .. } => err(format!("{p}.cc"), e.to_string()),
-                // The algorithm's message starts with "cc_params.<name>": prefix the flow.
-                _ => ConfigError {
-                    field: p.clone(),
-                    message: e.to_string(),
-                },
-            })?;
+            cc::build(&f.cc, &f.cc_params).map_err(|e| cc_error(&p, &e))?;
+        }
+        // Hosts, links, routes and paths: the lowering checks them all.
+        crate::lower::lower(self).map(|_| ())
+    }
+
+    /// The dumbbell's senders (the default one when none are given).
+    pub fn senders(&self) -> Vec<Host> {
+        self.senders.clone().unwrap_or_else(default_senders)
+    }
+
+    /// The dumbbell's receivers (the default one when none are given).
+    pub fn receivers(&self) -> Vec<Host> {
+        self.receivers.clone().unwrap_or_else(default_receivers)
+    }
+
+    /// Whether the scenario uses the general form (`nodes` and `links`).
+    pub fn is_general(&self) -> bool {
+        self.bottleneck.is_none()
+    }
+
+    fn validate_network(&self) -> Result<(), ConfigError> {
+        let general = !self.nodes.is_empty() || !self.links.is_empty();
+        match (&self.bottleneck, general) {
+            (Some(_), true) => {
+                return Err(err(
+                    "nodes",
+                    "give either the dumbbell (bottleneck, senders, receivers) or the general form \
+                     (nodes, links), not both",
+                ))
+            }
+            (None, false) => {
+                return Err(err(
+                    "bottleneck",
+                    "required: a dumbbell's bottleneck, or the general form's nodes and links",
+                ))
+            }
+            (Some(b), false) => {
+                b.validate("bottleneck")?;
+                for (kind, hosts) in [("senders", self.senders()), ("receivers", self.receivers())] {
+                    if hosts.is_empty() {
+                        return Err(err(kind, "at least one host"));
+                    }
+                    for (i, h) in hosts.iter().enumerate() {
+                        if let Some(a) = &h.access {
+                            a.validate(&format!("{kind}[{i}].access"))?;
+                        }
+                    }
+                }
+                for (i, f) in self.flows.iter().enumerate() {
+                    if f.path.is_some() || f.reverse_path.is_some() {
+                        return Err(err(
+                            format!("flows[{i}].path"),
+                            "paths are for the general form (nodes, links); a dumbbell flow crosses \
+                             its sender's access link, the bottleneck and its receiver's access link",
+                        ));
+                    }
+                }
+            }
+            (None, true) => {
+                for (kind, given) in [("senders", &self.senders), ("receivers", &self.receivers)] {
+                    if given.is_some() {
+                        return Err(err(
+                            kind,
+                            "the general form declares hosts as nodes (kind = \"host\"); senders and \
+                             receivers belong to the dumbbell",
+                        ));
+                    }
+                }
+                for (k, l) in self.links.iter().enumerate() {
+                    l.fwd.validate(&format!("links[{k}]"))?;
+                    l.rev.validate(&format!("links[{k}].reverse"))?;
+                }
+            }
         }
         Ok(())
     }

@@ -17,6 +17,7 @@
 pub mod cc;
 pub mod config;
 pub mod engine;
+pub mod lower;
 pub mod tcp;
 pub mod trace;
 pub mod world;
@@ -32,9 +33,10 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Why a run could not happen.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SimError {
-    /// The scenario is invalid; the message starts with the field's dotted path.
+    /// The scenario is invalid: the field's dotted path and what is accepted, kept apart so
+    /// front ends need not parse the message.
     #[error("{0}")]
-    Config(String),
+    Config(ConfigError),
     /// The progress callback asked to stop.
     #[error("run cancelled")]
     Cancelled,
@@ -45,7 +47,7 @@ pub enum SimError {
 
 impl From<ConfigError> for SimError {
     fn from(e: ConfigError) -> Self {
-        SimError::Config(e.to_string())
+        SimError::Config(e)
     }
 }
 
@@ -85,9 +87,25 @@ pub struct LinkStats {
     pub ce_marks: u64,
 }
 
+/// The links one flow's packets cross (the simulated ones, by name) and the nodes they pass.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowPath {
+    pub flow: String,
+    /// Link directions the data crosses, in order.
+    pub fwd: Vec<String>,
+    /// Link directions the ACKs cross, in order.
+    pub rev: Vec<String>,
+    /// Nodes the data passes, sender first.
+    pub fwd_nodes: Vec<String>,
+    /// Nodes the ACKs pass, receiver first.
+    pub rev_nodes: Vec<String>,
+}
+
 /// Everything a run produces.
 #[derive(Debug, Clone)]
 pub struct RunOutput {
+    /// Per flow, what it crossed.
+    pub paths: Vec<FlowPath>,
     pub flow_names: Vec<String>,
     pub link_names: Vec<String>,
     pub flows: FlowTrace,

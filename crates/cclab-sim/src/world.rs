@@ -1,8 +1,10 @@
-//! A simulated network: the dumbbell of docs/scenario.md built from `cclab-net` links, TCP
-//! senders and receivers, and the event loop that moves packets hop by hop.
+//! A simulated network: the scenario lowered (`lower.rs`: the dumbbell or the general form,
+//! routes resolved) and built from `cclab-net` links, TCP senders and receivers, and the event
+//! loop that moves packets link by link along the route each packet carries.
 
 use crate::cc;
-use crate::config::{ms_to_ns, s_to_ns, Duplex, LinkSpec, Scenario, TraceMode};
+use crate::config::{ms_to_ns, s_to_ns, ConfigError, Scenario, TraceMode};
+use crate::lower::lower;
 use crate::engine::{Event, EventQueue};
 use crate::tcp::receiver::{Receiver, ReceiverConfig};
 use crate::tcp::segment::{
@@ -15,8 +17,7 @@ use cclab_net::element::Element;
 
 /// Bytes of a SYN or SYN-ACK on the wire (20 B IPv4 + 40 B TCP with MSS, SACK, TS, WS options).
 const SYN_BYTES: u64 = 60;
-use cclab_net::link::{DropReason, Link, LinkConfig};
-use cclab_net::loss::LossModel;
+use cclab_net::link::{DropReason, Link};
 use cclab_net::packet::NetPacket;
 use cclab_net::rng;
 use cclab_net::Ecn;
@@ -29,7 +30,9 @@ const UNLIMITED_RWND_BYTES: u64 = 1 << 40;
 pub struct Packet {
     /// Index of the flow it belongs to.
     pub flow: u32,
-    /// Index into the flow's path of the link it is on.
+    /// Where it is going: an index into the world's routes (a list of links).
+    pub route: u32,
+    /// Index into its route of the link it is on.
     pub hop: u8,
     /// Bytes on the wire (headers included).
     pub wire: u32,
@@ -64,8 +67,8 @@ struct FlowSlot {
     name: String,
     sender: Sender,
     receiver: Receiver,
-    fwd_path: Vec<u32>,
-    rev_path: Vec<u32>,
+    /// Index in `World::routes` of the data direction's links; the ACKs' is the next one.
+    fwd_route: u32,
     start_ns: u64,
     /// Round-trip time of the handshake on the idle path, ns (see `Sender::syn_rtt_sample`).
     syn_rtt_ns: u64,
@@ -76,6 +79,10 @@ struct FlowSlot {
 /// The simulation of one scenario with one seed.
 pub struct World {
     links: Vec<LinkSlot>,
+    /// Routes: the link indices a packet crosses, in order (two per flow: data, then ACKs).
+    routes: Vec<Vec<u32>>,
+    /// Per flow, the names of the links its data and its ACKs cross (for the summary).
+    paths: Vec<crate::FlowPath>,
     flows: Vec<FlowSlot>,
     q: EventQueue,
     flow_trace: FlowTrace,
@@ -88,105 +95,52 @@ pub struct World {
     ack_buf: Vec<AckSeg>,
 }
 
-fn link_config(spec: &LinkSpec, field: &str) -> Result<LinkConfig, SimError> {
-    spec.link_config()
-        .map_err(|e| SimError::Config(format!("{field}.capacity_trace: {e}")))
-}
-
-/// Whether a link does nothing at all (then it is left out of paths).
-fn is_ideal(spec: &LinkSpec) -> bool {
-    spec.rate_bps.is_none()
-        && spec.capacity_trace_text.is_none()
-        && spec.delay_ms == 0.0
-        && matches!(spec.loss_model, LossModel::None)
-        && spec.outages.is_empty()
-        && spec.delay_spikes.is_empty()
-}
-
 impl World {
     /// Build the network and flows of `sc`.
     pub fn new(sc: &Scenario) -> Result<World, SimError> {
-        sc.validate().map_err(|e| SimError::Config(e.to_string()))?;
-        let mut links: Vec<LinkSlot> = Vec::new();
-        let mut add =
-            |name: String, spec: &LinkSpec, force: bool| -> Result<Option<u32>, SimError> {
-                if !force && is_ideal(spec) {
-                    return Ok(None);
-                }
-                let cfg = link_config(spec, &name)?;
-                let link: Box<dyn Element<Packet>> =
-                    Box::new(Link::new(cfg, rng::stream(sc.seed, &name)));
-                links.push(LinkSlot { name, link });
-                Ok(Some(links.len() as u32 - 1))
-            };
-        let mut duplex = |prefix: &str,
-                          d: &Duplex,
-                          force: bool|
-         -> Result<(Option<u32>, Option<u32>), SimError> {
-            Ok((
-                add(format!("{prefix}.fwd"), &d.fwd, force)?,
-                add(format!("{prefix}.rev"), &d.rev, force)?,
-            ))
-        };
-        let (b_fwd, b_rev) = duplex("bottleneck", &sc.bottleneck, true)?;
-        let mut sender_links = Vec::new();
-        for h in &sc.senders {
-            sender_links.push(match &h.access {
-                Some(a) => duplex(&format!("{}.access", h.name), a, false)?,
-                None => (None, None),
-            });
-        }
-        let mut receiver_links = Vec::new();
-        for h in &sc.receivers {
-            receiver_links.push(match &h.access {
-                Some(a) => duplex(&format!("{}.access", h.name), a, false)?,
-                None => (None, None),
+        sc.validate()?;
+        let net = lower(sc)?;
+        let mut links: Vec<LinkSlot> = Vec::with_capacity(net.links.len());
+        for l in &net.links {
+            let cfg = l
+                .spec
+                .link_config()
+                .map_err(|e| SimError::Config(ConfigError::new(format!("{}.capacity_trace", l.field), e)))?;
+            let link: Box<dyn Element<Packet>> = Box::new(Link::new(cfg, rng::stream(sc.seed, &l.name)));
+            links.push(LinkSlot {
+                name: l.name.clone(),
+                link,
             });
         }
         let hz = sc.sim.kernel_hz;
         let mut flows = Vec::new();
+        let mut routes = Vec::with_capacity(2 * sc.flows.len());
         let mut q = EventQueue::new(links.len(), sc.flows.len());
-        for (i, f) in sc.flows.iter().enumerate() {
-            let si = sc
-                .senders
-                .iter()
-                .position(|h| h.name == f.sender)
-                .unwrap_or(0);
-            let ri = sc
-                .receivers
-                .iter()
-                .position(|h| h.name == f.receiver)
-                .unwrap_or(0);
+        for (i, (f, r)) in sc.flows.iter().zip(&net.flows).enumerate() {
             // The handshake's RTT on the idle path: propagation both ways plus the serialisation
             // of a 60-byte SYN and SYN-ACK (20 B IP + 40 B TCP with options) on every hop.
-            let mut hops: Vec<&LinkSpec> = vec![&sc.bottleneck.fwd, &sc.bottleneck.rev];
-            for a in [&sc.senders[si].access, &sc.receivers[ri].access]
-                .into_iter()
-                .flatten()
-            {
-                hops.push(&a.fwd);
-                hops.push(&a.rev);
-            }
-            let syn_rtt_ns: u64 = hops
+            let syn_rtt_ns: u64 = r
+                .fwd
                 .iter()
-                .map(|h| {
+                .chain(&r.rev)
+                .map(|&l| {
+                    let h = &net.links[l as usize].spec;
                     ms_to_ns(h.delay_ms)
                         + h.rate_bps
                             .filter(|&r| r > 0)
                             .map_or(0, |r| SYN_BYTES * 8 * 1_000_000_000 / r)
                 })
                 .sum();
-            let (s_fwd, s_rev) = sender_links[si];
-            let (r_fwd, r_rev) = receiver_links[ri];
-            let fwd_path: Vec<u32> = [s_fwd, b_fwd, r_fwd].into_iter().flatten().collect();
-            let rev_path: Vec<u32> = [r_rev, b_rev, s_rev].into_iter().flatten().collect();
+            let fwd_route = routes.len() as u32;
+            routes.push(r.fwd.clone());
+            routes.push(r.rev.clone());
             let size_bytes = if f.size_bytes == 0 {
                 u64::MAX
             } else {
                 f.size_bytes
             };
             let algo = cc::build(&f.cc, &f.cc_params)
-                .map_err(|e| SimError::Config(format!("flows[{i}].cc: {e}")))?;
+                .map_err(|e| SimError::Config(crate::config::cc_error(&format!("flows[{i}]"), &e)))?;
             let sender = Sender::new(
                 SenderConfig {
                     mss_bytes: f.mss_bytes,
@@ -232,8 +186,7 @@ impl World {
                 name: f.name.clone(),
                 sender,
                 receiver,
-                fwd_path,
-                rev_path,
+                fwd_route,
                 start_ns,
                 syn_rtt_ns,
                 timestamps: f.timestamps,
@@ -242,8 +195,21 @@ impl World {
         }
         let interval_ns = ms_to_ns(sc.sim.trace_interval_ms).max(1);
         q.push(0, Event::Sample);
+        let paths = net
+            .flows
+            .iter()
+            .map(|r| crate::FlowPath {
+                flow: r.flow.clone(),
+                fwd: r.fwd.iter().map(|&l| net.links[l as usize].name.clone()).collect(),
+                rev: r.rev.iter().map(|&l| net.links[l as usize].name.clone()).collect(),
+                fwd_nodes: r.fwd_nodes.clone(),
+                rev_nodes: r.rev_nodes.clone(),
+            })
+            .collect();
         Ok(World {
             links,
+            routes,
+            paths,
             flows,
             q,
             flow_trace: FlowTrace::default(),
@@ -338,15 +304,11 @@ impl World {
     fn forward(&mut self, t: u64, mut p: Packet) {
         p.hop += 1;
         let fi = p.flow as usize;
-        let path = match p.seg {
-            Segment::Data(_) => &self.flows[fi].fwd_path,
-            Segment::Ack(_) => &self.flows[fi].rev_path,
-        };
-        if (p.hop as usize) < path.len() {
-            let l = path[p.hop as usize];
+        if let Some(&l) = self.routes[p.route as usize].get(p.hop as usize) {
             self.enqueue(t, l, p);
             return;
         }
+        // The end of its route: the flow's receiver (data) or sender (ACKs) takes it.
         match p.seg {
             Segment::Data(d) => {
                 let mut buf = std::mem::take(&mut self.ack_buf);
@@ -392,7 +354,8 @@ impl World {
         } else {
             0
         };
-        let first = self.flows[f as usize].fwd_path[0];
+        let route = self.flows[f as usize].fwd_route;
+        let first = self.routes[route as usize][0];
         for d in buf.drain(..) {
             let wire = d.len + HEADER_BYTES + ts;
             self.enqueue(
@@ -400,6 +363,7 @@ impl World {
                 first,
                 Packet {
                     flow: f,
+                    route,
                     hop: 0,
                     wire,
                     seg: Segment::Data(d),
@@ -414,7 +378,8 @@ impl World {
         } else {
             0
         };
-        let first = self.flows[f as usize].rev_path[0];
+        let route = self.flows[f as usize].fwd_route + 1;
+        let first = self.routes[route as usize][0];
         for a in buf.drain(..) {
             let sack = if a.n_sack > 0 {
                 SACK_BASE_BYTES + SACK_BLOCK_BYTES * a.n_sack as u32
@@ -427,6 +392,7 @@ impl World {
                 first,
                 Packet {
                     flow: f,
+                    route,
                     hop: 0,
                     wire,
                     seg: Segment::Ack(a),
@@ -560,6 +526,7 @@ impl World {
             })
             .collect();
         RunOutput {
+            paths: self.paths,
             flow_names: self.flows.iter().map(|f| f.name.clone()).collect(),
             link_names: self.links.iter().map(|l| l.name.clone()).collect(),
             flows: self.flow_trace,

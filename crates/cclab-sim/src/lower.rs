@@ -1,0 +1,275 @@
+//! The one lowering of a scenario into the network both backends build: the dumbbell
+//! shorthand expands into the general form (nodes, links), routes and paths are resolved, and
+//! the link directions to simulate are numbered. The simulator (`world.rs`) and the kernel
+//! backend (Python, through `cclab._core.lower`) read the same [`Lowered`], so they build the
+//! same network.
+//!
+//! The dumbbell expands into: its senders and receivers as hosts; two routers,
+//! `bottleneck.left` and `bottleneck.right`, joined by the link `bottleneck`; each sender joined
+//! to `bottleneck.left` by `<sender>.access`, and `bottleneck.right` to each receiver by
+//! `<receiver>.access` (`fwd` is always the data direction). An access direction that does
+//! nothing (none given, or no rate, delay, loss or marking) is a wire with no model: it is left
+//! out of the simulation and has no row in the links table. Links of the general form are
+//! always simulated.
+
+use crate::config::{ConfigError, Duplex, Host, Scenario};
+use cclab_net::spec::LinkSpec;
+use cclab_net::topology::{Dir, Graph, Hop, LinkPairSpec, NodeKind, NodeSpec};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Name of the dumbbell's router at the senders' side.
+pub const LEFT: &str = "bottleneck.left";
+/// Name of the dumbbell's router at the receivers' side.
+pub const RIGHT: &str = "bottleneck.right";
+
+/// One simulated link direction.
+#[derive(Debug, Clone, Serialize)]
+pub struct SimLink {
+    /// `<link>.fwd` or `<link>.rev`: the name in traces, and the root of its random stream.
+    pub name: String,
+    /// The scenario link it belongs to.
+    pub link: String,
+    /// Node it leaves from.
+    pub from: String,
+    /// Node it reaches.
+    pub to: String,
+    /// Where it is in the scenario file, for error messages (`bottleneck.reverse`,
+    /// `senders[1].access`, `links[3]`).
+    pub field: String,
+    /// Its model.
+    pub spec: LinkSpec,
+}
+
+/// Where one flow's packets go.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowRoute {
+    /// The flow's name.
+    pub flow: String,
+    /// Sender host.
+    pub sender: String,
+    /// Receiver host.
+    pub receiver: String,
+    /// Indices into [`Lowered::links`] of the data direction, in order.
+    pub fwd: Vec<u32>,
+    /// Indices into [`Lowered::links`] of the ACK direction, in order.
+    pub rev: Vec<u32>,
+    /// Nodes the data crosses, sender first.
+    pub fwd_nodes: Vec<String>,
+    /// Nodes the ACKs cross, receiver first.
+    pub rev_nodes: Vec<String>,
+    /// The scenario link the sender sends on (its interface) and the one the receiver answers
+    /// on, simulated or not.
+    pub sender_link: String,
+    /// The scenario link the data reaches the receiver by.
+    pub receiver_link: String,
+}
+
+/// The network of a scenario, ready to build.
+#[derive(Debug, Clone, Serialize)]
+pub struct Lowered {
+    /// Every node (the dumbbell's included), in declaration order.
+    pub nodes: Vec<NodeSpec>,
+    /// Every scenario link (both directions), in declaration order.
+    pub pairs: Vec<LinkPairSpec>,
+    /// The simulated link directions, in trace order: links in declaration order, `fwd` then
+    /// `rev`.
+    pub links: Vec<SimLink>,
+    /// One per flow, in the scenario's order.
+    pub flows: Vec<FlowRoute>,
+}
+
+fn host(name: &str) -> NodeSpec {
+    NodeSpec {
+        name: name.to_string(),
+        kind: NodeKind::Host,
+        routes: BTreeMap::new(),
+    }
+}
+
+fn pair(name: String, a: &str, b: &str, d: Option<&Duplex>, elide_ideal: bool) -> LinkPairSpec {
+    LinkPairSpec {
+        name,
+        endpoints: [a.to_string(), b.to_string()],
+        fwd: d.map(|d| d.fwd.clone()).unwrap_or_default(),
+        rev: d.map(|d| d.rev.clone()).unwrap_or_default(),
+        elide_ideal,
+    }
+}
+
+/// The dumbbell as nodes and links (see the module doc).
+fn expand_dumbbell(b: &Duplex, senders: &[Host], receivers: &[Host]) -> (Vec<NodeSpec>, Vec<LinkPairSpec>) {
+    let mut nodes: Vec<NodeSpec> = senders.iter().chain(receivers).map(|h| host(&h.name)).collect();
+    for r in [LEFT, RIGHT] {
+        nodes.push(NodeSpec {
+            kind: NodeKind::Router,
+            ..host(r)
+        });
+    }
+    let mut links = vec![pair("bottleneck".into(), LEFT, RIGHT, Some(b), false)];
+    for h in senders {
+        links.push(pair(format!("{}.access", h.name), &h.name, LEFT, h.access.as_ref(), true));
+    }
+    for h in receivers {
+        links.push(pair(format!("{}.access", h.name), RIGHT, &h.name, h.access.as_ref(), true));
+    }
+    (nodes, links)
+}
+
+/// Lower `sc` (its fields already checked one by one by `Scenario::validate`). Errors name the
+/// scenario field: a bad topology, a path that does not exist, an unreachable receiver.
+pub fn lower(sc: &Scenario) -> Result<Lowered, ConfigError> {
+    let (nodes, pairs, dumbbell) = match &sc.bottleneck {
+        Some(b) => {
+            let (n, l) = expand_dumbbell(b, &sc.senders(), &sc.receivers());
+            (n, l, true)
+        }
+        None => (sc.nodes.clone(), sc.links.clone(), false),
+    };
+    let fields: Vec<String> = if dumbbell {
+        let s = sc.senders().len();
+        (0..pairs.len())
+            .map(|k| match k {
+                0 => "bottleneck".to_string(),
+                k if k <= s => format!("senders[{}].access", k - 1),
+                k => format!("receivers[{}].access", k - 1 - s),
+            })
+            .collect()
+    } else {
+        (0..pairs.len()).map(|k| format!("links[{k}]")).collect()
+    };
+    let g = Graph::new(nodes, pairs).map_err(|e| {
+        let e = ConfigError::from(e);
+        if dumbbell {
+            // A host named like another host or a router of the expansion.
+            ConfigError {
+                field: "senders".into(),
+                message: format!("{}: {}", e.field, e.message),
+            }
+        } else {
+            e
+        }
+    })?;
+    // Number the simulated directions.
+    let mut links = Vec::new();
+    let mut index: BTreeMap<(usize, bool), u32> = BTreeMap::new();
+    for (k, p) in g.links.iter().enumerate() {
+        for (dir, spec, suffix) in [(Dir::Fwd, &p.fwd, "fwd"), (Dir::Rev, &p.rev, "rev")] {
+            if p.elide_ideal && spec.is_ideal() {
+                continue;
+            }
+            let (a, b) = g.ends(Hop { link: k, dir });
+            index.insert((k, dir == Dir::Fwd), links.len() as u32);
+            links.push(SimLink {
+                name: format!("{}.{suffix}", p.name),
+                link: p.name.clone(),
+                from: g.nodes[a].name.clone(),
+                to: g.nodes[b].name.clone(),
+                field: match dir {
+                    Dir::Fwd => fields[k].clone(),
+                    Dir::Rev => format!("{}.reverse", fields[k]),
+                },
+                spec: spec.clone(),
+            });
+        }
+    }
+    let mut flows = Vec::new();
+    for (i, f) in sc.flows.iter().enumerate() {
+        let p = format!("flows[{i}]");
+        for (field, name) in [("sender", &f.sender), ("receiver", &f.receiver)] {
+            let ok = g.node(name).is_some_and(|n| g.nodes[n].kind == NodeKind::Host);
+            if !ok {
+                let hosts: Vec<&str> = g
+                    .nodes
+                    .iter()
+                    .filter(|n| n.kind == NodeKind::Host)
+                    .map(|n| n.name.as_str())
+                    .collect();
+                let what = if dumbbell { format!("{field}s") } else { "hosts".into() };
+                return Err(crate::config::ConfigError {
+                    field: format!("{p}.{field}"),
+                    message: format!("no {field} named {name:?}; {what} are {hosts:?}"),
+                });
+            }
+        }
+        if f.sender == f.receiver {
+            return Err(ConfigError {
+                field: format!("{p}.receiver"),
+                message: format!("{:?} is also the sender: a flow joins two hosts", f.receiver),
+            });
+        }
+        let fwd_hops = match &f.path {
+            Some(path) => {
+                check_ends(path, &f.sender, &f.receiver, &format!("{p}.path"))?;
+                g.path_through(path, &format!("{p}.path"))?
+            }
+            None => g.route(&f.sender, &f.receiver, &p)?,
+        };
+        let rev_hops = match (&f.reverse_path, &f.path) {
+            (Some(path), _) => {
+                check_ends(path, &f.receiver, &f.sender, &format!("{p}.reverse_path"))?;
+                g.path_through(path, &format!("{p}.reverse_path"))?
+            }
+            (None, Some(_)) => fwd_hops.iter().rev().map(|h| h.reversed()).collect(),
+            (None, None) => g.route(&f.receiver, &f.sender, &p)?,
+        };
+        let sim = |hops: &[Hop]| -> Vec<u32> {
+            hops.iter()
+                .filter_map(|h| index.get(&(h.link, h.dir == Dir::Fwd)).copied())
+                .collect()
+        };
+        let node_names = |start: &str, hops: &[Hop]| -> Vec<String> {
+            std::iter::once(start.to_string())
+                .chain(hops.iter().map(|&h| g.nodes[g.ends(h).1].name.clone()))
+                .collect()
+        };
+        let (fwd, rev) = (sim(&fwd_hops), sim(&rev_hops));
+        if fwd.is_empty() || rev.is_empty() {
+            return Err(ConfigError {
+                field: p,
+                message: "every link on its path does nothing (no rate, delay or loss): give one a rate or a \
+                          delay"
+                    .into(),
+            });
+        }
+        flows.push(FlowRoute {
+            flow: f.name.clone(),
+            sender: f.sender.clone(),
+            receiver: f.receiver.clone(),
+            fwd,
+            rev,
+            fwd_nodes: node_names(&f.sender, &fwd_hops),
+            rev_nodes: node_names(&f.receiver, &rev_hops),
+            sender_link: g.links[fwd_hops[0].link].name.clone(),
+            receiver_link: g.links[fwd_hops[fwd_hops.len() - 1].link].name.clone(),
+        });
+    }
+    Ok(Lowered {
+        nodes: g.nodes,
+        pairs: g.links,
+        links,
+        flows,
+    })
+}
+
+fn check_ends(path: &[String], first: &str, last: &str, field: &str) -> Result<(), ConfigError> {
+    if path.len() < 2 {
+        return Err(ConfigError {
+            field: field.to_string(),
+            message: format!("at least two nodes: {first:?} first, {last:?} last"),
+        });
+    }
+    if path.first().map(String::as_str) != Some(first) {
+        return Err(ConfigError {
+            field: format!("{field}[0]"),
+            message: format!("the path starts at {first:?}"),
+        });
+    }
+    if path.last().map(String::as_str) != Some(last) {
+        return Err(ConfigError {
+            field: format!("{field}[{}]", path.len() - 1),
+            message: format!("the path ends at {last:?}"),
+        });
+    }
+    Ok(())
+}
