@@ -56,6 +56,8 @@ bench:
 	cargo build --release -p cclab-sim --bin cclab-bench
 	./target/release/cclab-bench
 	./target/release/cclab-bench --all-cc
+	@echo "-- parking lot: 3 bottlenecks, 30 CUBIC flows, 100 s (bench/parking-lot-30.json)"
+	./target/release/cclab-bench bench/parking-lot-30.json | grep -v '^flow='
 
 # The full S0 study's wall time (a fresh cache, every core).
 bench-study: setup

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from ._errors import ScenarioError
 
-__all__ = ["main", "cli"]
+__all__ = ["main", "cli", "parse_set"]
 
 out = Console()
 err = Console(stderr=True)
@@ -26,8 +26,17 @@ def _user_error(msg: str) -> NoReturn:
     sys.exit(2)
 
 
-def _parse_set(items: tuple[str, ...]) -> dict[str, Any]:
-    """``key=value`` pairs; values are read as TOML values when they parse, else as strings."""
+def parse_set(items: tuple[str, ...]) -> dict[str, Any]:
+    """The ``--set KEY=VALUE`` options of a command as scenario overrides.
+
+    Each item is split at its first ``=``; the key (a dotted field path such as
+    ``bottleneck.loss``, whitespace stripped) maps to the value read as a TOML value when it
+    parses (``1e-3`` -> float, ``true`` -> bool, ``[1, 2]`` -> list) and as the raw string
+    otherwise. A later item overrides an earlier one with the same key. The result is meant for
+    ``load_scenario(name, **overrides)``. An item without ``=`` is a usage error: it is
+    reported on stderr and the process exits with code 2, like every CLI usage error.
+    Shared by ``cclab run`` (cli.py) and ``cclab compare`` (cli_kernel.py).
+    """
     res: dict[str, Any] = {}
     for item in items:
         if "=" not in item:
@@ -118,7 +127,7 @@ def run(scenario: str, out_dir: str | None, seed: int | None, sets: tuple[str, .
     from .scenario import load_scenario
     from .sim import simulate
 
-    overrides = _parse_set(sets)
+    overrides = parse_set(sets)
     if seed is not None:
         overrides["seed"] = seed
     try:

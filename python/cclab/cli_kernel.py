@@ -69,13 +69,13 @@ def compare(scenario: str, sets: tuple[str, ...]) -> None:
     """Run SCENARIO on the simulator and on the kernel; print both side by side."""
     from rich.table import Table
 
-    from .cli import _parse_set
+    from .cli import parse_set
     from .kernel.backend import run_kernel
     from .kernel.netns import KernelUnavailable
     from .scenario import load_scenario
     from .sim import simulate
 
-    sc = load_scenario(scenario, **_parse_set(sets))
+    sc = load_scenario(scenario, **parse_set(sets))
     try:
         k = run_kernel(sc)
     except KernelUnavailable as e:

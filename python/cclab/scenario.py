@@ -90,6 +90,82 @@ class GilbertElliottLoss(_Strict):
 LossModel = Annotated[Union[NoLoss, BernoulliLoss, GilbertElliottLoss], Field(discriminator="kind")]
 
 
+# Queue disciplines (crates/cclab-net/src/qdisc; docs/scenario.md#queue-disciplines). A field left
+# out takes the kernel's (or tc's) default, which the core fills in.
+class _QdiscModel(_Strict):
+    """Strict; fields named with a unit accept unit strings (parsed before the discriminator)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _parse_units(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {k: parse_quantity(v, k) if isinstance(v, (str, float)) and unit_of_field(k) else v
+                    for k, v in data.items()}
+        return data
+
+
+class DropTailQdisc(_QdiscModel):
+    kind: Literal["drop_tail"]
+
+
+class RedQdisc(_QdiscModel):
+    """RED as net/sched/sch_red.c with tc's parameters."""
+
+    kind: Literal["red"]
+    limit_bytes: int | None = Field(default=None, ge=1)
+    min_bytes: int | None = Field(default=None, ge=1)
+    max_bytes: int | None = Field(default=None, ge=1)
+    avpkt_bytes: int | None = Field(default=None, ge=1)
+    burst_pkts: int | None = Field(default=None, ge=1)
+    probability: Prob | None = None
+    ecn: bool | None = None
+    harddrop: bool | None = None
+    bandwidth_bps: float | None = Field(default=None, gt=0)
+
+
+class CodelQdisc(_QdiscModel):
+    """CoDel as net/sched/sch_codel.c and include/net/codel*.h."""
+
+    kind: Literal["codel"]
+    target_ms: float | None = Field(default=None, gt=0)
+    interval_ms: float | None = Field(default=None, gt=0)
+    limit_pkts: int | None = Field(default=None, ge=1)
+    ecn: bool | None = None
+    ce_threshold_ms: float | None = Field(default=None, gt=0)
+
+
+class FqCodelQdisc(_QdiscModel):
+    """FQ-CoDel as net/sched/sch_fq_codel.c."""
+
+    kind: Literal["fq_codel"]
+    target_ms: float | None = Field(default=None, gt=0)
+    interval_ms: float | None = Field(default=None, gt=0)
+    limit_pkts: int | None = Field(default=None, ge=1)
+    flows: int | None = Field(default=None, ge=1)
+    quantum_bytes: int | None = Field(default=None, ge=1)
+    memory_limit_bytes: int | None = Field(default=None, ge=1)
+    ecn: bool | None = None
+    drop_batch_pkts: int | None = Field(default=None, ge=1)
+    ce_threshold_ms: float | None = Field(default=None, gt=0)
+
+
+class PieQdisc(_QdiscModel):
+    """PIE as net/sched/sch_pie.c and include/net/pie.h."""
+
+    kind: Literal["pie"]
+    target_ms: float | None = Field(default=None, gt=0)
+    tupdate_ms: float | None = Field(default=None, gt=0)
+    alpha: int | None = Field(default=None, ge=0)
+    beta: int | None = Field(default=None, ge=0)
+    limit_pkts: int | None = Field(default=None, ge=1)
+    ecn: bool | None = None
+    bytemode: bool | None = None
+
+
+Qdisc = Annotated[Union[DropTailQdisc, RedQdisc, CodelQdisc, FqCodelQdisc, PieQdisc], Field(discriminator="kind")]
+QDISC_KINDS = ("drop_tail", "red", "codel", "fq_codel", "pie")
+
+
 class Link(_Model):
     """One direction of a link. In a reverse block every field may be left out."""
 
@@ -105,6 +181,18 @@ class Link(_Model):
     #: ECN step marking: ECT packets arriving while the queue holds at least this many packets
     #: are marked CE (not inherited by the reverse direction); None: drop-tail only.
     ecn_threshold_pkts: int | None = Field(default=None, ge=1)
+    #: Queue discipline (not inherited by the reverse direction): a kind name ("fq_codel") or a
+    #: table ({ kind = "codel", target_ms = 5 }); default drop-tail.
+    qdisc: Qdisc | None = None
+
+    @field_validator("qdisc", mode="before")
+    @classmethod
+    def _qdisc_by_name(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            if v not in QDISC_KINDS:
+                raise ValueError(f"{v!r} is not accepted: one of {', '.join(QDISC_KINDS)}")
+            return {"kind": v}
+        return v
 
     @model_validator(mode="after")
     def _exclusive(self) -> "Link":
@@ -370,6 +458,10 @@ class Scenario(_Model):
         else:
             loss_model = {"kind": "none"}
         delay = pick("delay_ms")
+        extra: dict[str, Any] = {}
+        if link.qdisc is not None and link.qdisc.kind != "drop_tail":
+            q = link.qdisc.model_dump(exclude_none=True)
+            extra["qdisc"] = {k: int(round(v)) if k.endswith(("_bytes", "_pkts", "_bps")) else v for k, v in q.items()}
         return {
             "rate_bps": None if rate is None else int(round(rate)),
             "capacity_trace_text": trace_text,
@@ -380,6 +472,7 @@ class Scenario(_Model):
             "outages": [o.model_dump() for o in link.outages],
             "delay_spikes": [d.model_dump() for d in link.delay_spikes],
             "ecn_threshold_pkts": link.ecn_threshold_pkts,
+            **extra,
         }
 
     def _duplex_json(self, d: Duplex, path: str) -> dict[str, Any]:
@@ -449,7 +542,7 @@ def _loc_to_path(loc: tuple[Any, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("none", "bernoulli", "gilbert_elliott", "function-after[_exclusive()]"):
+        elif part in ("none", "bernoulli", "gilbert_elliott", "function-after[_exclusive()]", *QDISC_KINDS):
             continue
         elif isinstance(part, str) and part.startswith(("function-", "tagged-union")):
             continue
@@ -480,7 +573,7 @@ def _problems(err: ValidationError, model: type[BaseModel]) -> list[tuple[str, s
             msg = f"{e['input']!r} is not accepted: {msg}"
         # Messages that already carry their own path (cross-field checks).
         m = re.match(r"^([\w\[\].]+): (.*)$", msg, re.S)
-        if m and ("[" in m.group(1) or m.group(1) in ("bottleneck", "flows", "senders", "receivers")):
+        if m and ("[" in m.group(1) or m.group(1) in ("bottleneck", "flows", "senders", "receivers", "nodes", "links")):
             path, msg = m.group(1), m.group(2)
         problems.append((path, msg))
     return problems

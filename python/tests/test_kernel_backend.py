@@ -54,7 +54,7 @@ def test_lossless_cubic_fills_the_link_and_traces_tcp_info(tmp_path):
     fwd = lk[lk["link"] == "bottleneck.fwd"]
     assert fwd["t_s"].diff().median() == pytest.approx(0.01, abs=0.001)
     assert 0 < fwd["queue_pkts"].max() <= 200 and fwd["tx_bytes"].is_monotonic_increasing
-    assert fwd["drops"].iloc[-1] <= r.summary["links"]["links"][0]["dropped_queue_pkts"]
+    assert fwd["drops"].iloc[-1] <= r.summary["links"]["links"][0]["dropped_queue_full_pkts"]
     paths = r.write(tmp_path / "out")
     assert paths["traces"].is_file() and Path(paths["cwnd"]).stat().st_size > 10_000
     assert not [n for n in netns.list_namespaces() if n.startswith("cclab-") and "kpath" in n]

@@ -208,9 +208,9 @@ def test_lossless_20_mbps_link_carries_20_mbps(binary: Path, pair, tmp_path: Pat
     ceiling_bps = 20e6 * 1448 / 1500
     assert 0.95 * ceiling_bps < goodput_bps < 1.01 * ceiling_bps, goodput_bps
     fwd = stats["links"][0]
-    assert fwd["dropped_loss_pkts"] == 0
+    assert fwd["dropped_random_pkts"] == 0
     # A packet may still be inside the link when the emulator stops (a late FIN or ACK).
-    assert fwd["in_pkts"] == (fwd["delivered_pkts"] + fwd["dropped_queue_pkts"]
+    assert fwd["in_pkts"] == (fwd["delivered_pkts"] + fwd["dropped_queue_full_pkts"]
                               + fwd["in_flight_pkts"])
     # Nothing was lost before the emulator (TUN queue) or after it (writes).
     a, b = stats["ports"]
@@ -229,11 +229,11 @@ def test_loss_and_queue_drops_add_up(binary: Path, pair, tmp_path: Path) -> None
         received = _result(count)["received"]
     fwd = emu.stats["links"][0]  # type: ignore[index]
     assert fwd["in_pkts"] == n
-    assert fwd["in_pkts"] == (fwd["delivered_pkts"] + fwd["dropped_loss_pkts"]
-                              + fwd["dropped_queue_pkts"] + fwd["in_flight_pkts"])
+    assert fwd["in_pkts"] == (fwd["delivered_pkts"] + fwd["dropped_random_pkts"]
+                              + fwd["dropped_queue_full_pkts"] + fwd["in_flight_pkts"])
     assert fwd["in_flight_pkts"] == 0
     assert received == fwd["delivered_pkts"]
-    assert 0.03 < fwd["dropped_loss_pkts"] / n < 0.07, fwd
+    assert 0.03 < fwd["dropped_random_pkts"] / n < 0.07, fwd
     assert fwd["max_queue_pkts"] <= 50
 
 

@@ -22,7 +22,7 @@ def test_simulate_returns_dataframes(small):
     assert list(r.events.columns) == ["run", "t_s", "flow", "kind", "detail"]
     assert len(r.flows) > 100 and r.flows["t_s"].is_monotonic_increasing
     assert set(r.flows["ca_state"].unique()) <= set(CA_STATES)
-    assert (r.events["kind"] == "loss").any() and (r.events["kind"] == "fast_retransmit").any()
+    assert (r.events["kind"] == "drop").any() and (r.events["kind"] == "fast_retransmit").any()
     st = r.summary["flows"][0]
     assert 0 < st["goodput_bps"] < 64e6 and st["retrans_pkts"] > 0
 

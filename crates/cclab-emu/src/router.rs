@@ -35,6 +35,37 @@ impl NetPacket for Pkt {
     fn set_ce(&mut self) {
         crate::ecn::ipv4_set_ce(&mut self.data);
     }
+    /// The IPv4 5-tuple, so FQ-CoDel puts each real flow in its own queue.
+    fn flow_hash(&self) -> u64 {
+        ipv4_flow_hash(&self.data)
+    }
+}
+
+/// A deterministic hash of an IPv4 packet's flow: source and destination addresses, protocol,
+/// and for TCP and UDP the ports (not for fragments, so that every fragment of a datagram
+/// hashes alike), mixed by splitmix64's finaliser. No seed, unlike the kernel's
+/// `skb_get_hash` (a jhash keyed at boot): the same packets give the same queues on every run.
+/// 0 for anything that is not an IPv4 header.
+pub fn ipv4_flow_hash(d: &[u8]) -> u64 {
+    fn mix(mut z: u64) -> u64 {
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    if d.len() < 20 || d[0] >> 4 != 4 {
+        return 0;
+    }
+    let ihl = usize::from(d[0] & 0x0f) * 4;
+    let proto = d[9];
+    let fragment = u16::from_be_bytes([d[6], d[7]]) & 0x3fff != 0; // MF or an offset
+    let ports = match d.get(ihl..ihl + 4) {
+        Some(p) if (proto == 6 || proto == 17) && ihl >= 20 && !fragment => {
+            u32::from_be_bytes([p[0], p[1], p[2], p[3]])
+        }
+        _ => 0,
+    };
+    let addrs = u64::from_be_bytes([d[12], d[13], d[14], d[15], d[16], d[17], d[18], d[19]]);
+    mix(mix(addrs) ^ (u64::from(ports) << 8 | u64::from(proto)))
 }
 
 /// A packet that leaves now: write `pkt.data` to port `port`.
@@ -172,6 +203,7 @@ impl Router {
         c.in_bytes += bytes;
         match self.links[l].enqueue(t_ns, pkt) {
             Ok(()) => {
+                self.recycle_aqm_drops(l);
                 let q = self.links[l].queue_pkts(t_ns);
                 let qb = self.links[l].queue_bytes(t_ns);
                 let c = &mut self.link_counters[l];
@@ -181,8 +213,17 @@ impl Router {
             }
             Err(d) => {
                 self.recycle(d.pkt.data);
+                self.recycle_aqm_drops(l);
                 Ingress::Dropped(d.reason)
             }
+        }
+    }
+
+    /// Give back the buffers of packets link `l`'s AQM dropped from its queue (counted in its
+    /// stats already).
+    fn recycle_aqm_drops(&mut self, l: usize) {
+        while let Some((_, d)) = self.links[l].pop_dropped() {
+            self.recycle(d.pkt.data);
         }
     }
 
@@ -206,7 +247,9 @@ impl Router {
                 }
             }
             let Some((t, l)) = best else { return };
-            let Some(mut pkt) = self.links[l].pop_arrived(t) else {
+            let popped = self.links[l].pop_arrived(t);
+            self.recycle_aqm_drops(l);
+            let Some(mut pkt) = popped else {
                 return;
             };
             let late = now_ns - t;
@@ -340,6 +383,47 @@ mod tests {
     }
 
     #[test]
+    fn flows_hash_by_their_five_tuple_and_fq_codel_serves_them() {
+        let tcp = |src: u8, sport: u16, len: usize| {
+            let mut p = ip([10, 0, 0, 2], len);
+            p[9] = 6;
+            p[12..16].copy_from_slice(&[10, 0, 0, src]);
+            p[20..22].copy_from_slice(&sport.to_be_bytes());
+            p[22..24].copy_from_slice(&5201u16.to_be_bytes());
+            p
+        };
+        let h = |d: &[u8]| ipv4_flow_hash(d);
+        assert_eq!(
+            h(&tcp(1, 4000, 1500)),
+            h(&tcp(1, 4000, 60)),
+            "size is not the flow"
+        );
+        assert_ne!(h(&tcp(1, 4000, 1500)), h(&tcp(1, 4001, 1500)));
+        assert_ne!(h(&tcp(1, 4000, 1500)), h(&tcp(3, 4000, 1500)));
+        let (mut frag, mut frag2) = (tcp(1, 4000, 1500), tcp(1, 9, 1500));
+        frag[6] = 0x20; // MF: a fragment's ports are not used
+        frag2[6] = 0x20;
+        assert_eq!(h(&frag), h(&frag2));
+        assert_eq!(h(&[0x60; 40]), 0);
+        // A link with FQ-CoDel in the router: every packet comes out, each flow in order.
+        let mut s = spec(
+            r#"[{"name": "l", "rate_bps": 12000000, "delay_ms": 1}]"#,
+            r#"[{"from": "a", "to": "b", "links": ["l"]}]"#,
+        );
+        s.links[0].config.qdisc = serde_json::from_str(r#"{"kind": "fq_codel"}"#).unwrap();
+        let mut r = Router::new(&s);
+        for i in 0..20u16 {
+            let sport = if i % 4 == 0 { 2 } else { 1 };
+            assert_eq!(r.ingress(0, 0, &tcp(1, sport, 1500)), Ingress::Queued);
+        }
+        let out = drain(&mut r);
+        assert_eq!(out.len(), 20);
+        // Flow 2 (5 packets, a new flow) is not stuck behind flow 1's 15.
+        let pos2: Vec<usize> = (0..20).filter(|&k| out[k].pkt.data[21] == 2).collect();
+        assert!(pos2[0] <= 2 && pos2[4] < 15, "{pos2:?}");
+    }
+
+    #[test]
     fn loss_and_queue_drops_are_the_simulators_draws() {
         let s = spec(
             r#"[{"name": "bottleneck.fwd", "rate_bps": 1000000, "queue_pkts": 5, "loss": 0.2}]"#,
@@ -368,13 +452,13 @@ mod tests {
         let c = r.link_counters[0];
         let st = *r.links[0].stats();
         assert!(
-            st.dropped_loss_pkts > 10 && st.dropped_queue_pkts > 10,
+            st.dropped_random_pkts > 10 && st.dropped_queue_full_pkts > 10,
             "{st:?}"
         );
         let out = drain(&mut r);
         assert_eq!(
             c.in_pkts,
-            out.len() as u64 + st.dropped_loss_pkts + st.dropped_queue_pkts
+            out.len() as u64 + st.dropped_random_pkts + st.dropped_queue_full_pkts
         );
     }
 }

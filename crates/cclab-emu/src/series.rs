@@ -62,7 +62,7 @@ impl LinkSeries {
                 self.w,
                 "{t_s:.6},{},{q_pkts},{q_bytes},{},{},{}",
                 router.link_names[l],
-                st.dropped_loss_pkts + st.dropped_queue_pkts,
+                st.dropped_random_pkts + st.dropped_queue_full_pkts + st.dropped_aqm_pkts,
                 st.tx_bytes,
                 st.ce_marks
             )

@@ -402,13 +402,19 @@ mod tests {
     #[test]
     fn the_links_series_period_is_checked() {
         let s = Spec::parse(EXAMPLE).unwrap();
-        assert_eq!((s.links_path.as_deref(), s.links_interval_ns), (None, 10_000_000));
+        assert_eq!(
+            (s.links_path.as_deref(), s.links_interval_ns),
+            (None, 10_000_000)
+        );
         let text = EXAMPLE.replace(
             "\"timestamps_path\": null",
             "\"timestamps_path\": null, \"links_path\": \"/tmp/l.csv\", \"links_interval_ms\": 2.5",
         );
         let s = Spec::parse(&text).unwrap();
-        assert_eq!((s.links_path.as_deref(), s.links_interval_ns), (Some("/tmp/l.csv"), 2_500_000));
+        assert_eq!(
+            (s.links_path.as_deref(), s.links_interval_ns),
+            (Some("/tmp/l.csv"), 2_500_000)
+        );
         let bad = text.replace("2.5", "0");
         assert_eq!(Spec::parse(&bad).unwrap_err().field, "links_interval_ms");
     }

@@ -20,6 +20,12 @@ pub trait Element<P> {
     fn queue_bytes(&mut self, now_ns: u64) -> u64;
     /// Counters so far.
     fn stats(&self) -> &LinkStats;
+    /// A packet the element dropped on its own since the last call (an AQM's drop from its
+    /// queue), with the time it was dropped; drivers collect these after each call that takes
+    /// a time. Packets refused at enqueue come back from `enqueue` instead.
+    fn pop_dropped(&mut self) -> Option<(u64, Dropped<P>)> {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ pub mod error;
 pub mod link;
 pub mod loss;
 pub mod packet;
+pub mod qdisc;
 pub mod rng;
 pub mod schedule;
 pub mod spec;
@@ -35,6 +36,7 @@ pub use error::NetError;
 pub use link::{DelaySpike, DropReason, Dropped, Link, LinkConfig, LinkStats, Outage, QueueLimit};
 pub use loss::{Loss, LossModel};
 pub use packet::{Ecn, NetPacket};
+pub use qdisc::QdiscConfig;
 pub use spec::{DelaySpikeSpec, LinkSpec, OutageSpec};
 pub use topology::{Dir, Graph, Hop, LinkPairSpec, NodeKind, NodeSpec};
 

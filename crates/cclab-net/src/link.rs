@@ -18,11 +18,23 @@
 //! opportunities). Its arrival at the far end is `depart + delay + spike extra`, never earlier
 //! than the previous packet's arrival. So a packet costs its driver one wake-up (its arrival),
 //! and queue occupancy is tracked with counters advanced lazily as `now` moves.
+//!
+//! With an AQM ([`QdiscConfig`]: RED, CoDel, FQ-CoDel, PIE) step 2 and 3 are the AQM's, and
+//! packets wait inside it: the transmitter pulls them lazily, one at a time, whenever it is free
+//! at a time `tf <= now` (the AQM dequeues at `tf`, its clock, so sojourn times are exact), then
+//! the departure and arrival are computed as above (rates, traces and outages all apply). This
+//! catch-up runs at the start of every call that takes `now_ns`; [`Link::next_arrival_ns`] names
+//! the next time a driver must call back (an arrival, or the next dequeue when none is in
+//! flight). The link's `queue` limit, if set, still refuses packets at admission (before the
+//! AQM, as `QueueFull`); `ecn_threshold_pkts` is refused with an AQM. Packets the AQM drops at
+//! enqueue come back in `Err`; those it drops from its queue (CoDel, FQ-CoDel) wait in the link
+//! for [`Link::pop_dropped`].
 
 use crate::capacity::{Capacity, MAHIMAHI_MTU_BYTES};
 use crate::error::NetError;
 use crate::loss::{Loss, LossModel};
 use crate::packet::NetPacket;
+use crate::qdisc::{Aqm, Out, QdiscConfig};
 use crate::schedule::{OutageSchedule, SpikeSchedule};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -65,6 +77,10 @@ pub struct LinkConfig {
     /// (the one in transmission included) is marked CE. `None`: no marking (drop-tail only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ecn_threshold_pkts: Option<u32>,
+    /// Queue discipline: drop-tail (the default: `queue` and `ecn_threshold_pkts` above) or an
+    /// AQM, which queues, drops and marks by its own rules.
+    #[serde(default, skip_serializing_if = "QdiscConfig::is_drop_tail")]
+    pub qdisc: QdiscConfig,
 }
 
 impl LinkConfig {
@@ -98,6 +114,18 @@ impl LinkConfig {
             }
             _ => {}
         }
+        if let (Some(k), false) = (self.ecn_threshold_pkts, self.qdisc.is_drop_tail()) {
+            return Err(NetError::invalid(
+                "ecn_threshold_pkts",
+                k,
+                "none with an AQM qdisc (the AQM marks; see its ecn setting)",
+            ));
+        }
+        let rate = match self.capacity {
+            Some(Capacity::Rate { rate_bps }) => Some(rate_bps),
+            _ => None,
+        };
+        self.qdisc.validate_for_rate(rate)?;
         self.loss.validate().map_err(|e| e.in_field("loss"))
     }
 }
@@ -106,9 +134,23 @@ impl LinkConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DropReason {
     /// The random loss model chose it.
-    Loss,
+    Random,
     /// The queue was full.
     QueueFull,
+    /// The AQM decided it: an early (random or delay-based) drop, or its own limit.
+    Aqm,
+}
+
+impl DropReason {
+    /// The name in traces (`reason=...` in drop events) and in counters
+    /// (`dropped_<name>_pkts`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::Random => "random",
+            DropReason::QueueFull => "queue_full",
+            DropReason::Aqm => "aqm",
+        }
+    }
 }
 
 /// A dropped packet, handed back to the caller with the reason.
@@ -126,17 +168,20 @@ pub struct LinkStats {
     /// Packets admitted to the queue.
     pub enqueued_pkts: u64,
     /// Packets dropped by the random loss model.
-    pub dropped_loss_pkts: u64,
+    pub dropped_random_pkts: u64,
     /// Packets refused because the queue was full.
-    pub dropped_queue_pkts: u64,
-    /// Bytes admitted: they finish, or will finish, transmission.
+    pub dropped_queue_full_pkts: u64,
+    /// Bytes that finish, or will finish, transmission (with an AQM: counted when the packet
+    /// leaves the AQM for the transmitter).
     pub tx_bytes: u64,
     /// Packets handed out at the far end.
     pub delivered_pkts: u64,
-    /// ECT packets this link marked CE (`ecn_threshold_pkts`).
+    /// ECT packets this link marked CE (`ecn_threshold_pkts`, or the AQM).
     pub ce_marks: u64,
     /// Bytes handed out at the far end.
     pub delivered_bytes: u64,
+    /// Packets the AQM dropped: at enqueue (early or over its limit) or from its queue.
+    pub dropped_aqm_pkts: u64,
 }
 
 #[derive(Debug)]
@@ -172,14 +217,49 @@ pub struct Link<P> {
     /// Trace capacity: number of the first opportunity not yet used.
     next_opportunity: u64,
     stats: LinkStats,
+    /// The AQM and its state; None: drop-tail (the fast path above).
+    aqm: Option<Box<AqmLink<P>>>,
+}
+
+/// What a link with an AQM keeps beside it.
+#[derive(Debug)]
+struct AqmLink<P> {
+    q: Aqm<P>,
+    /// Packets the AQM dropped from its queue, with the time, for [`Link::pop_dropped`].
+    dropped: VecDeque<(u64, P)>,
+    /// The transmitter will ask the AQM for a packet when it is next free (after it took one,
+    /// or a packet was queued); false once the AQM answered that it is empty.
+    poll_pending: bool,
 }
 
 impl<P: NetPacket> Link<P> {
-    /// A link with `cfg`, drawing its losses from `rng` (see [`crate::rng::stream`]). The
-    /// config should have passed [`LinkConfig::validate`]; if not, nothing panics (a rate of 0
-    /// never transmits, out-of-range probabilities act as clamped).
+    /// A link with `cfg`, drawing its losses from `rng` (see [`crate::rng::stream`]) and its
+    /// AQM's random draws (RED, PIE) from another stream of the same key. The config should
+    /// have passed [`LinkConfig::validate`]; if not, nothing panics (a rate of 0 never
+    /// transmits, out-of-range probabilities act as clamped, AQM settings saturate).
     pub fn new(cfg: LinkConfig, rng: ChaCha8Rng) -> Self {
+        let rate = match cfg.capacity {
+            Some(Capacity::Rate { rate_bps }) => Some(rate_bps),
+            _ => None,
+        };
+        // The AQM's random draws (RED, PIE) come from another stream of the same key, so the
+        // loss draws stay those of a drop-tail link.
+        let aqm = (!cfg.qdisc.is_drop_tail())
+            .then(|| {
+                let mut aqm_rng = rng.clone();
+                aqm_rng.set_stream(rng.get_stream() ^ AQM_STREAM);
+                Aqm::new(&cfg.qdisc, rate, aqm_rng)
+            })
+            .flatten()
+            .map(|q| {
+                Box::new(AqmLink {
+                    q,
+                    dropped: VecDeque::new(),
+                    poll_pending: false,
+                })
+            });
         Link {
+            aqm,
             loss: Loss::new(cfg.loss.clone(), rng),
             outages: OutageSchedule::new(&cfg.outages),
             spikes: SpikeSchedule::new(&cfg.delay_spikes),
@@ -215,6 +295,7 @@ impl<P: NetPacket> Link<P> {
     }
 
     /// End of transmission of a packet of `bytes` that reaches the head of the queue at `ready`.
+    #[inline(always)]
     fn departure(&mut self, ready: u64, bytes: u32) -> u64 {
         match &self.cfg.capacity {
             None => self.outages.fit(ready, 0),
@@ -248,12 +329,15 @@ impl<P: NetPacket> Link<P> {
     /// Offer a packet at `now_ns`: loss, then drop-tail admission, then the departure and
     /// arrival times are fixed. Lost or refused packets come back in `Err`.
     pub fn enqueue(&mut self, now_ns: u64, mut pkt: P) -> Result<(), Dropped<P>> {
+        if self.aqm.is_some() {
+            return self.enqueue_aqm(now_ns, pkt);
+        }
         let now = self.advance(now_ns);
         if self.loss.drop_next() {
-            self.stats.dropped_loss_pkts = self.stats.dropped_loss_pkts.saturating_add(1);
+            self.stats.dropped_random_pkts = self.stats.dropped_random_pkts.saturating_add(1);
             return Err(Dropped {
                 pkt,
-                reason: DropReason::Loss,
+                reason: DropReason::Random,
             });
         }
         let bytes = pkt.wire_bytes();
@@ -263,7 +347,8 @@ impl<P: NetPacket> Link<P> {
             QueueLimit::Unlimited => false,
         };
         if full {
-            self.stats.dropped_queue_pkts = self.stats.dropped_queue_pkts.saturating_add(1);
+            self.stats.dropped_queue_full_pkts =
+                self.stats.dropped_queue_full_pkts.saturating_add(1);
             return Err(Dropped {
                 pkt,
                 reason: DropReason::QueueFull,
@@ -305,13 +390,163 @@ impl<P: NetPacket> Link<P> {
         Ok(())
     }
 
-    /// When the earliest packet still in the link reaches the far end, ns.
+    /// With an AQM: start sending `pkt` (`bytes`) once the transmitter is free, at `ready`
+    /// (>= the last departure), exactly as [`Link::enqueue`] does for drop-tail (kept apart so
+    /// drop-tail's path stays as it was): its departure and arrival are fixed, and it counts as
+    /// queued until it departs. `self.now_ns` must be the time of the call being served.
+    fn transmit(&mut self, ready: u64, bytes: u32, pkt: P) {
+        let now = self.now_ns;
+        let depart = self.departure(ready, bytes);
+        debug_assert!(depart >= ready);
+        self.last_depart_ns = depart;
+        let extra = self.spikes.extra_at(depart);
+        let arrival = depart
+            .saturating_add(self.cfg.delay_ns)
+            .saturating_add(extra)
+            .max(self.last_arrival_ns);
+        self.last_arrival_ns = arrival;
+        self.stats.tx_bytes = self.stats.tx_bytes.saturating_add(u64::from(bytes));
+        self.fifo.push_back(Entry {
+            arrival_ns: arrival,
+            depart_ns: depart,
+            bytes,
+            pkt,
+        });
+        if depart > now {
+            self.queued_pkts += 1;
+            self.queued_bytes = self.queued_bytes.saturating_add(u64::from(bytes));
+        } else {
+            // Sent at once (no serialisation, no outage): it never counts as queued. Every
+            // earlier packet departed by `ready` = `now`, so all of them are served already.
+            debug_assert_eq!(self.served + 1, self.popped + self.fifo.len() as u64);
+            self.served += 1;
+        }
+    }
+
+    /// [`Link::enqueue`] with an AQM: catch up to `now`, then loss, the link's own `queue`
+    /// limit, and the AQM's verdict; a packet admitted while the transmitter is free leaves at
+    /// once (through the AQM, or around it when it may be bypassed).
+    #[cold]
+    #[inline(never)]
+    fn enqueue_aqm(&mut self, now_ns: u64, pkt: P) -> Result<(), Dropped<P>> {
+        let now = self.catch_up(now_ns);
+        if self.loss.drop_next() {
+            self.stats.dropped_random_pkts = self.stats.dropped_random_pkts.saturating_add(1);
+            return Err(Dropped {
+                pkt,
+                reason: DropReason::Random,
+            });
+        }
+        let bytes = pkt.wire_bytes();
+        let Some(st) = self.aqm.as_deref_mut() else {
+            // Not reached (enqueue comes here only with an AQM): send it as drop-tail would.
+            self.transmit(now.max(self.last_depart_ns), bytes, pkt);
+            return Ok(());
+        };
+        let waiting_pkts = self.queued_pkts + st.q.len() as u64;
+        let waiting_bytes = self.queued_bytes + st.q.backlog_bytes();
+        let full = match self.cfg.queue {
+            QueueLimit::Packets(limit) => waiting_pkts >= u64::from(limit),
+            QueueLimit::Bytes(limit) => waiting_bytes.saturating_add(u64::from(bytes)) > limit,
+            QueueLimit::Unlimited => false,
+        };
+        if full {
+            self.stats.dropped_queue_full_pkts =
+                self.stats.dropped_queue_full_pkts.saturating_add(1);
+            return Err(Dropped {
+                pkt,
+                reason: DropReason::QueueFull,
+            });
+        }
+        if st.q.can_bypass() && st.q.len() == 0 && self.last_depart_ns <= now {
+            // __dev_xmit_skb: an empty qdisc with TCQ_F_CAN_BYPASS and a free device sends the
+            // packet directly, leaving the qdisc's state untouched.
+            st.poll_pending = true;
+            self.stats.enqueued_pkts = self.stats.enqueued_pkts.saturating_add(1);
+            self.transmit(now, bytes, pkt);
+            return Ok(());
+        }
+        let mut out = Out {
+            drops: &mut st.dropped,
+            stats: &mut self.stats,
+        };
+        if let Err(pkt) = st.q.enqueue(now, pkt, bytes, &mut out) {
+            self.stats.dropped_aqm_pkts = self.stats.dropped_aqm_pkts.saturating_add(1);
+            return Err(Dropped {
+                pkt,
+                reason: DropReason::Aqm,
+            });
+        }
+        st.poll_pending = true;
+        self.stats.enqueued_pkts = self.stats.enqueued_pkts.saturating_add(1);
+        self.catch_up(now);
+        Ok(())
+    }
+
+    /// With an AQM: run, in time order, every AQM timer and every dequeue due by `now_ns`
+    /// (the transmitter asks for a packet each time it is free), then account departures.
+    /// Afterwards every pending event is later than the returned clock.
+    #[inline(never)]
+    fn catch_up(&mut self, now_ns: u64) -> u64 {
+        let now = now_ns.max(self.now_ns);
+        while let Some(st) = self.aqm.as_deref_mut() {
+            // The transmitter is free from the last departure (or from now, when the AQM got
+            // its packet after that).
+            let poll = st
+                .poll_pending
+                .then(|| self.last_depart_ns.max(self.now_ns))
+                .filter(|&t| t <= now);
+            if let Some(t) = st.q.next_timer_ns().filter(|&t| t <= now) {
+                if poll.is_none_or(|p| t <= p) {
+                    st.q.on_timer(t, poll.unwrap_or(now));
+                    continue;
+                }
+            }
+            let Some(t) = poll else { break };
+            let mut out = Out {
+                drops: &mut st.dropped,
+                stats: &mut self.stats,
+            };
+            match st.q.dequeue(t, &mut out) {
+                Some((pkt, bytes)) => self.transmit(t, bytes, pkt),
+                None => st.poll_pending = false,
+            }
+        }
+        self.advance(now)
+    }
+
+    /// The next packet the AQM dropped from its queue (CoDel, FQ-CoDel), with the time of the
+    /// drop, ns; oldest first. Drops happen during any call that takes `now_ns` (the link
+    /// catches up to it), so a driver should collect them after each call. Packets dropped at
+    /// enqueue are not here: they come back from [`Link::enqueue`]. At most
+    /// [`crate::qdisc::MAX_PENDING_DROPS`] are kept (older ones are forgotten, still counted).
+    pub fn pop_dropped(&mut self) -> Option<(u64, Dropped<P>)> {
+        let (t, pkt) = self.aqm.as_deref_mut()?.dropped.pop_front()?;
+        Some((
+            t,
+            Dropped {
+                pkt,
+                reason: DropReason::Aqm,
+            },
+        ))
+    }
+
+    /// When the driver must call back, ns: the earliest packet still in flight reaches the far
+    /// end; with an AQM and none in flight, the transmitter takes the AQM's next packet (a call
+    /// at that time puts it in flight and names its arrival).
     pub fn next_arrival_ns(&self) -> Option<u64> {
-        self.fifo.front().map(|e| e.arrival_ns)
+        if let Some(e) = self.fifo.front() {
+            return Some(e.arrival_ns);
+        }
+        let st = self.aqm.as_deref()?;
+        (st.q.len() > 0).then(|| self.last_depart_ns.max(self.now_ns))
     }
 
     /// The next packet that has reached the far end by `now_ns`, in FIFO order.
     pub fn pop_arrived(&mut self, now_ns: u64) -> Option<P> {
+        if self.aqm.is_some() {
+            return self.pop_arrived_aqm(now_ns);
+        }
         if self.fifo.front()?.arrival_ns > now_ns.max(self.now_ns) {
             return None;
         }
@@ -330,26 +565,56 @@ impl<P: NetPacket> Link<P> {
         Some(e.pkt)
     }
 
-    /// Packets waiting or in transmission at `now_ns` (packets propagating do not count).
+    /// [`Link::pop_arrived`] with an AQM: catch up to `now_ns` first (kept apart so drop-tail's
+    /// path stays as it was).
+    #[cold]
+    #[inline(never)]
+    fn pop_arrived_aqm(&mut self, now_ns: u64) -> Option<P> {
+        let now = self.catch_up(now_ns);
+        if self.fifo.front()?.arrival_ns > now {
+            return None;
+        }
+        let e = self.fifo.pop_front()?;
+        self.popped += 1;
+        self.stats.delivered_pkts = self.stats.delivered_pkts.saturating_add(1);
+        self.stats.delivered_bytes = self
+            .stats
+            .delivered_bytes
+            .saturating_add(u64::from(e.bytes));
+        Some(e.pkt)
+    }
+
+    /// Packets waiting (in the AQM, if any) or in transmission at `now_ns` (packets
+    /// propagating do not count).
     pub fn queue_pkts(&mut self, now_ns: u64) -> u32 {
-        self.advance(now_ns);
-        u32::try_from(self.queued_pkts).unwrap_or(u32::MAX)
+        if self.aqm.is_none() {
+            self.advance(now_ns);
+            return u32::try_from(self.queued_pkts).unwrap_or(u32::MAX);
+        }
+        self.catch_up(now_ns);
+        let waiting = self.aqm.as_ref().map_or(0, |st| st.q.len() as u64);
+        u32::try_from(self.queued_pkts + waiting).unwrap_or(u32::MAX)
     }
 
     /// Bytes waiting or in transmission at `now_ns`.
     pub fn queue_bytes(&mut self, now_ns: u64) -> u64 {
-        self.advance(now_ns);
-        self.queued_bytes
+        if self.aqm.is_none() {
+            self.advance(now_ns);
+            return self.queued_bytes;
+        }
+        self.catch_up(now_ns);
+        self.queued_bytes + self.aqm.as_ref().map_or(0, |st| st.q.backlog_bytes())
     }
 
-    /// Packets in the link (queued or propagating), not yet handed out.
+    /// Packets in the link (waiting in the AQM, in transmission or propagating), not yet handed
+    /// out or dropped.
     pub fn len(&self) -> usize {
-        self.fifo.len()
+        self.fifo.len() + self.aqm.as_ref().map_or(0, |st| st.q.len())
     }
 
     /// Whether no packet is in the link.
     pub fn is_empty(&self) -> bool {
-        self.fifo.is_empty()
+        self.len() == 0
     }
 
     /// Counters so far.
@@ -382,7 +647,13 @@ impl<P: NetPacket> crate::element::Element<P> for Link<P> {
     fn stats(&self) -> &LinkStats {
         Link::stats(self)
     }
+    fn pop_dropped(&mut self) -> Option<(u64, Dropped<P>)> {
+        Link::pop_dropped(self)
+    }
 }
+
+/// Stream (nonce) offset of a link's AQM draws from its loss draws ("AQM" in ASCII).
+const AQM_STREAM: u64 = 0x41_51_4d;
 
 #[cfg(test)]
 mod tests {

@@ -47,6 +47,14 @@ pub trait NetPacket {
     /// Mark the packet Congestion Experienced (a router's `INET_ECN_set_ce`). Called only on
     /// ECT packets. Default: nothing (packets that carry no ECN field).
     fn set_ce(&mut self) {}
+
+    /// The packet's flow key, for flow-queueing disciplines (FQ-CoDel puts a packet in queue
+    /// `flow_hash % flows`, where the kernel's `fq_codel_classify` scales `skb_get_hash`, a
+    /// seeded jhash of the 5-tuple). Packets of one flow must return the same value; it must be
+    /// deterministic (no random seed). Default: 0 (every packet in one flow).
+    fn flow_hash(&self) -> u64 {
+        0
+    }
 }
 
 #[cfg(test)]
@@ -67,6 +75,7 @@ mod tests {
         assert_eq!(p.ecn(), Ecn::NotEct);
         p.set_ce();
         assert_eq!(p.ecn(), Ecn::NotEct, "the default set_ce changes nothing");
+        assert_eq!(p.flow_hash(), 0, "one flow by default");
     }
 
     #[test]

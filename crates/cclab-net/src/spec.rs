@@ -7,6 +7,7 @@ use crate::capacity::{Capacity, MahimahiTrace};
 use crate::error::NetError;
 use crate::link::{DelaySpike, LinkConfig, Outage, QueueLimit};
 use crate::loss::LossModel;
+use crate::qdisc::QdiscConfig;
 use crate::{NS_PER_MS, NS_PER_S};
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +43,9 @@ pub struct LinkSpec {
     /// are marked CE; None = no marking.
     #[serde(default)]
     pub ecn_threshold_pkts: Option<u32>,
+    /// Queue discipline: drop-tail (default), RED, CoDel, FQ-CoDel or PIE ([`QdiscConfig`]).
+    #[serde(default, skip_serializing_if = "QdiscConfig::is_drop_tail")]
+    pub qdisc: QdiscConfig,
 }
 
 impl Default for LinkSpec {
@@ -57,6 +61,7 @@ impl Default for LinkSpec {
             outages: Vec::new(),
             delay_spikes: Vec::new(),
             ecn_threshold_pkts: None,
+            qdisc: QdiscConfig::DropTail,
         }
     }
 }
@@ -118,6 +123,7 @@ impl LinkSpec {
             && self.outages.is_empty()
             && self.delay_spikes.is_empty()
             && self.ecn_threshold_pkts.is_none()
+            && self.qdisc.is_drop_tail()
     }
 
     /// Check every value; the error names the field under `path` (`links[0].fwd.delay_ms`).
@@ -164,6 +170,23 @@ impl LinkSpec {
                 ));
             }
         }
+        if !self.qdisc.is_drop_tail() && self.ecn_threshold_pkts.is_some() {
+            return Err(NetError::field(
+                format!("{path}.ecn_threshold_pkts"),
+                "step marking is drop-tail's; with a qdisc, mark with the qdisc's own ecn setting",
+            ));
+        }
+        self.qdisc.validate().map_err(|e| match e {
+            NetError::InvalidField {
+                field,
+                value,
+                accepted,
+            } => NetError::field(
+                format!("{path}.{field}"),
+                format!("{value} is not accepted: {accepted}"),
+            ),
+            other => NetError::field(format!("{path}.qdisc"), other.to_string()),
+        })?;
         for (i, o) in self.outages.iter().enumerate() {
             check_nonneg(&format!("{path}.outages[{i}].start_s"), o.start_s)?;
             check_nonneg(&format!("{path}.outages[{i}].duration_s"), o.duration_s)?;
@@ -221,7 +244,7 @@ impl LinkSpec {
                 })
                 .collect(),
             ecn_threshold_pkts: self.ecn_threshold_pkts,
-            ..LinkConfig::default()
+            qdisc: self.qdisc.clone(),
         })
     }
 }
@@ -234,10 +257,22 @@ mod tests {
     fn ideal_means_no_model_at_all() {
         assert!(LinkSpec::default().is_ideal());
         for s in [
-            LinkSpec { delay_ms: 0.1, ..LinkSpec::default() },
-            LinkSpec { rate_bps: Some(1), ..LinkSpec::default() },
-            LinkSpec { ecn_threshold_pkts: Some(3), ..LinkSpec::default() },
-            LinkSpec { loss_model: LossModel::Bernoulli { p: 0.0 }, ..LinkSpec::default() },
+            LinkSpec {
+                delay_ms: 0.1,
+                ..LinkSpec::default()
+            },
+            LinkSpec {
+                rate_bps: Some(1),
+                ..LinkSpec::default()
+            },
+            LinkSpec {
+                ecn_threshold_pkts: Some(3),
+                ..LinkSpec::default()
+            },
+            LinkSpec {
+                loss_model: LossModel::Bernoulli { p: 0.0 },
+                ..LinkSpec::default()
+            },
         ] {
             assert!(!s.is_ideal(), "{s:?}");
         }
@@ -249,15 +284,36 @@ mod tests {
             Err(NetError::Field { field, .. }) => field,
             other => panic!("{other:?}"),
         };
-        assert_eq!(f(LinkSpec { rate_bps: Some(0), ..LinkSpec::default() }), "links[1].rev.rate_bps");
-        assert_eq!(f(LinkSpec { delay_ms: -1.0, ..LinkSpec::default() }), "links[1].rev.delay_ms");
         assert_eq!(
-            f(LinkSpec { queue_pkts: Some(10), ecn_threshold_pkts: Some(10), ..LinkSpec::default() }),
+            f(LinkSpec {
+                rate_bps: Some(0),
+                ..LinkSpec::default()
+            }),
+            "links[1].rev.rate_bps"
+        );
+        assert_eq!(
+            f(LinkSpec {
+                delay_ms: -1.0,
+                ..LinkSpec::default()
+            }),
+            "links[1].rev.delay_ms"
+        );
+        assert_eq!(
+            f(LinkSpec {
+                queue_pkts: Some(10),
+                ecn_threshold_pkts: Some(10),
+                ..LinkSpec::default()
+            }),
             "links[1].rev.ecn_threshold_pkts"
         );
-        let c = LinkSpec { rate_bps: Some(8_000_000), delay_ms: 2.5, queue_pkts: Some(4), ..LinkSpec::default() }
-            .link_config()
-            .unwrap();
+        let c = LinkSpec {
+            rate_bps: Some(8_000_000),
+            delay_ms: 2.5,
+            queue_pkts: Some(4),
+            ..LinkSpec::default()
+        }
+        .link_config()
+        .unwrap();
         assert_eq!((c.delay_ns, c.queue), (2_500_000, QueueLimit::Packets(4)));
     }
 }

@@ -117,12 +117,18 @@ impl Graph {
         let mut node_ix = HashMap::new();
         for (i, n) in nodes.iter().enumerate() {
             if n.name.is_empty() {
-                return Err(NetError::field(format!("nodes[{i}].name"), "a non-empty name"));
+                return Err(NetError::field(
+                    format!("nodes[{i}].name"),
+                    "a non-empty name",
+                ));
             }
             if let Some(j) = node_ix.insert(n.name.clone(), i) {
                 return Err(NetError::field(
                     format!("nodes[{i}].name"),
-                    format!("{:?} is already the name of nodes[{j}]: names are unique", n.name),
+                    format!(
+                        "{:?} is already the name of nodes[{j}]: names are unique",
+                        n.name
+                    ),
                 ));
             }
         }
@@ -131,12 +137,18 @@ impl Graph {
         let mut pair_link: HashMap<(usize, usize), usize> = HashMap::new();
         for (k, l) in links.iter().enumerate() {
             if l.name.is_empty() {
-                return Err(NetError::field(format!("links[{k}].name"), "a non-empty name"));
+                return Err(NetError::field(
+                    format!("links[{k}].name"),
+                    "a non-empty name",
+                ));
             }
             if let Some(j) = seen_link.insert(&l.name, k) {
                 return Err(NetError::field(
                     format!("links[{k}].name"),
-                    format!("{:?} is already the name of links[{j}]: names are unique", l.name),
+                    format!(
+                        "{:?} is already the name of links[{j}]: names are unique",
+                        l.name
+                    ),
                 ));
             }
             let mut ends = [0usize; 2];
@@ -152,7 +164,10 @@ impl Graph {
             if a == b {
                 return Err(NetError::field(
                     format!("links[{k}].endpoints"),
-                    format!("both ends are {:?}: a link joins two different nodes", l.endpoints[0]),
+                    format!(
+                        "both ends are {:?}: a link joins two different nodes",
+                        l.endpoints[0]
+                    ),
                 ));
             }
             if let Some(j) = pair_link.insert((a.min(b), a.max(b)), k) {
@@ -165,8 +180,20 @@ impl Graph {
                     ),
                 ));
             }
-            adj[a].push((b, Hop { link: k, dir: Dir::Fwd }));
-            adj[b].push((a, Hop { link: k, dir: Dir::Rev }));
+            adj[a].push((
+                b,
+                Hop {
+                    link: k,
+                    dir: Dir::Fwd,
+                },
+            ));
+            adj[b].push((
+                a,
+                Hop {
+                    link: k,
+                    dir: Dir::Rev,
+                },
+            ));
         }
         for (i, n) in nodes.iter().enumerate() {
             if adj[i].is_empty() {
@@ -181,7 +208,10 @@ impl Graph {
             for (dst, via) in &n.routes {
                 let field = format!("nodes[{i}].routes.{dst}");
                 let d = *node_ix.get(dst).ok_or_else(|| {
-                    NetError::field(field.clone(), format!("{dst:?} is not a node; nodes are {}", names(&nodes)))
+                    NetError::field(
+                        field.clone(),
+                        format!("{dst:?} is not a node; nodes are {}", names(&nodes)),
+                    )
                 })?;
                 let v = *node_ix.get(via).ok_or_else(|| {
                     NetError::field(field.clone(), format!("next hop {via:?} is not a node"))
@@ -189,7 +219,10 @@ impl Graph {
                 if !adj[i].iter().any(|&(nb, _)| nb == v) {
                     return Err(NetError::field(
                         field,
-                        format!("next hop {via:?} is not a neighbour of {:?} (no link joins them)", n.name),
+                        format!(
+                            "next hop {via:?} is not a neighbour of {:?} (no link joins them)",
+                            n.name
+                        ),
                     ));
                 }
                 static_next[i].insert(d, v);
@@ -230,7 +263,10 @@ impl Graph {
     }
 
     fn hop_between(&self, a: usize, b: usize) -> Option<Hop> {
-        self.adj[a].iter().find(|&&(nb, _)| nb == b).map(|&(_, h)| h)
+        self.adj[a]
+            .iter()
+            .find(|&&(nb, _)| nb == b)
+            .map(|&(_, h)| h)
     }
 
     /// The path through the named nodes, first to last; `field` is the scenario path of the
@@ -238,17 +274,25 @@ impl Graph {
     /// visited twice, and every node between the ends a router.
     pub fn path_through(&self, nodes: &[String], field: &str) -> Result<Vec<Hop>, NetError> {
         if nodes.len() < 2 {
-            return Err(NetError::field(field, "at least two nodes: the sender first, the receiver last"));
+            return Err(NetError::field(
+                field,
+                "at least two nodes: the sender first, the receiver last",
+            ));
         }
         let mut ix = Vec::with_capacity(nodes.len());
         for (k, n) in nodes.iter().enumerate() {
             let i = self.node(n).ok_or_else(|| {
-                NetError::field(format!("{field}[{k}]"), format!("{n:?} is not a node; nodes are {}", names(&self.nodes)))
+                NetError::field(
+                    format!("{field}[{k}]"),
+                    format!("{n:?} is not a node; nodes are {}", names(&self.nodes)),
+                )
             })?;
             if let Some(j) = ix.iter().position(|&x| x == i) {
                 return Err(NetError::field(
                     format!("{field}[{k}]"),
-                    format!("{n:?} is already {field}[{j}]: a path that visits a node twice is a loop"),
+                    format!(
+                        "{n:?} is already {field}[{j}]: a path that visits a node twice is a loop"
+                    ),
                 ));
             }
             if k > 0 && k + 1 < nodes.len() && self.nodes[i].kind == NodeKind::Host {
@@ -299,10 +343,17 @@ impl Graph {
     /// The path from `src` to `dst` by the routing table (static routes first, then shortest
     /// paths); `field` names the flow for errors (`flows[2]`).
     pub fn route(&self, src: &str, dst: &str, field: &str) -> Result<Vec<Hop>, NetError> {
-        let s = self.node(src).ok_or_else(|| NetError::field(field, format!("{src:?} is not a node")))?;
-        let d = self.node(dst).ok_or_else(|| NetError::field(field, format!("{dst:?} is not a node")))?;
+        let s = self
+            .node(src)
+            .ok_or_else(|| NetError::field(field, format!("{src:?} is not a node")))?;
+        let d = self
+            .node(dst)
+            .ok_or_else(|| NetError::field(field, format!("{dst:?} is not a node")))?;
         if s == d {
-            return Err(NetError::field(field, format!("sender and receiver are both {src:?}")));
+            return Err(NetError::field(
+                field,
+                format!("sender and receiver are both {src:?}"),
+            ));
         }
         let shortest = self.shortest_next(d);
         let mut at = s;
@@ -319,22 +370,29 @@ impl Graph {
                     ),
                 ));
             }
-            let nxt = self.static_next[at].get(&d).copied().or(shortest[at]).ok_or_else(|| {
-                NetError::field(
-                    field,
-                    format!(
-                        "{dst:?} is unreachable from {src:?}: no route from {:?} ({})",
-                        self.nodes[at].name,
-                        trail(&self.nodes, &visited)
-                    ),
-                )
-            })?;
+            let nxt = self.static_next[at]
+                .get(&d)
+                .copied()
+                .or(shortest[at])
+                .ok_or_else(|| {
+                    NetError::field(
+                        field,
+                        format!(
+                            "{dst:?} is unreachable from {src:?}: no route from {:?} ({})",
+                            self.nodes[at].name,
+                            trail(&self.nodes, &visited)
+                        ),
+                    )
+                })?;
             hops.push(self.hop_between(at, nxt).expect("next hops are neighbours"));
             if visited.contains(&nxt) {
                 visited.push(nxt);
                 return Err(NetError::field(
                     field,
-                    format!("the routes from {src:?} to {dst:?} loop: {}", trail(&self.nodes, &visited)),
+                    format!(
+                        "the routes from {src:?} to {dst:?} loop: {}",
+                        trail(&self.nodes, &visited)
+                    ),
                 ));
             }
             visited.push(nxt);
@@ -417,9 +475,14 @@ mod tests {
         assert_eq!(r.iter().map(|h| h.link).collect::<Vec<_>>(), [0, 1, 2]);
         assert!(r.iter().all(|h| h.dir == Dir::Fwd));
         let back = g.route("d", "s", "flows[0]").unwrap();
-        assert_eq!(back.iter().map(|h| (h.link, h.dir)).collect::<Vec<_>>(), [(2, Dir::Rev), (1, Dir::Rev), (0, Dir::Rev)]);
+        assert_eq!(
+            back.iter().map(|h| (h.link, h.dir)).collect::<Vec<_>>(),
+            [(2, Dir::Rev), (1, Dir::Rev), (0, Dir::Rev)]
+        );
         let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let p = g.path_through(&names(&["s", "r3", "r4", "r2", "d"]), "flows[1].path").unwrap();
+        let p = g
+            .path_through(&names(&["s", "r3", "r4", "r2", "d"]), "flows[1].path")
+            .unwrap();
         assert_eq!(p.iter().map(|h| h.link).collect::<Vec<_>>(), [3, 4, 5, 2]);
         assert_eq!(p[2].dir, Dir::Fwd);
         assert_eq!(g.ends(p[0]), (0, 4));
@@ -432,7 +495,10 @@ mod tests {
         let g = Graph::new(nodes.clone(), graph().links).unwrap();
         let (field, msg) = err_of(g.route("s", "d", "flows[3]"));
         assert_eq!(field, "flows[3]");
-        assert!(msg.contains("passes host \"s\"") || msg.contains("loop"), "{msg}");
+        assert!(
+            msg.contains("passes host \"s\"") || msg.contains("loop"),
+            "{msg}"
+        );
         nodes[1].routes.insert("d".into(), "r2".into());
         nodes[2].routes.insert("d".into(), "r1".into()); // r1 <-> r2 ping-pong
         let g = Graph::new(nodes, graph().links).unwrap();
@@ -443,7 +509,10 @@ mod tests {
     #[test]
     fn bad_topologies_name_their_field() {
         use NodeKind::*;
-        let (f, m) = err_of(Graph::new(vec![node("s", Host), node("d", Host)], vec![link("a", "s", "x")]));
+        let (f, m) = err_of(Graph::new(
+            vec![node("s", Host), node("d", Host)],
+            vec![link("a", "s", "x")],
+        ));
         assert_eq!(f, "links[0].endpoints[1]");
         assert!(m.contains("\"x\" is not a node"), "{m}");
         let (f, m) = err_of(Graph::new(

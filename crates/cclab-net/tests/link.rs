@@ -83,7 +83,7 @@ fn drop_tail_in_packets_counts_the_packet_in_service() {
     assert!(l.enqueue(MS, P(5, 1000)).is_err());
     let s = l.stats();
     assert_eq!(
-        (s.enqueued_pkts, s.dropped_queue_pkts, s.tx_bytes),
+        (s.enqueued_pkts, s.dropped_queue_full_pkts, s.tx_bytes),
         (4, 2, 4000)
     );
 }
@@ -120,12 +120,15 @@ fn lost_packets_never_occupy_the_queue() {
     for i in 0..10 {
         assert_eq!(
             l.enqueue(0, P(i, 1000)).unwrap_err().reason,
-            DropReason::Loss
+            DropReason::Random
         );
     }
     assert_eq!(l.queue_pkts(0), 0);
     assert_eq!(
-        (l.stats().dropped_loss_pkts, l.stats().dropped_queue_pkts),
+        (
+            l.stats().dropped_random_pkts,
+            l.stats().dropped_queue_full_pkts
+        ),
         (10, 0)
     );
 }

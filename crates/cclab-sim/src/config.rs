@@ -358,13 +358,11 @@ impl Scenario {
     fn validate_network(&self) -> Result<(), ConfigError> {
         let general = !self.nodes.is_empty() || !self.links.is_empty();
         match (&self.bottleneck, general) {
-            (Some(_), true) => {
-                return Err(err(
-                    "nodes",
-                    "give either the dumbbell (bottleneck, senders, receivers) or the general form \
+            (Some(_), true) => return Err(err(
+                "nodes",
+                "give either the dumbbell (bottleneck, senders, receivers) or the general form \
                      (nodes, links), not both",
-                ))
-            }
+            )),
             (None, false) => {
                 return Err(err(
                     "bottleneck",
@@ -373,7 +371,8 @@ impl Scenario {
             }
             (Some(b), false) => {
                 b.validate("bottleneck")?;
-                for (kind, hosts) in [("senders", self.senders()), ("receivers", self.receivers())] {
+                for (kind, hosts) in [("senders", self.senders()), ("receivers", self.receivers())]
+                {
                     if hosts.is_empty() {
                         return Err(err(kind, "at least one host"));
                     }

@@ -79,8 +79,10 @@ pub struct FlowStats {
 pub struct LinkStats {
     pub link: String,
     pub enqueued_pkts: u64,
-    pub dropped_loss_pkts: u64,
-    pub dropped_queue_pkts: u64,
+    pub dropped_random_pkts: u64,
+    pub dropped_queue_full_pkts: u64,
+    /// Dropped by the link's AQM (RED, CoDel, FQ-CoDel, PIE).
+    pub dropped_aqm_pkts: u64,
     pub tx_bytes: u64,
     pub delivered_pkts: u64,
     /// ECT packets marked CE.

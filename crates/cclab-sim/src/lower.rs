@@ -63,6 +63,9 @@ pub struct FlowRoute {
     pub sender_link: String,
     /// The scenario link the data reaches the receiver by.
     pub receiver_link: String,
+    /// The scenario link the receiver sends its ACKs on (`receiver_link` unless a
+    /// `reverse_path` or the routing table sends them another way).
+    pub ack_link: String,
 }
 
 /// The network of a scenario, ready to build.
@@ -98,8 +101,16 @@ fn pair(name: String, a: &str, b: &str, d: Option<&Duplex>, elide_ideal: bool) -
 }
 
 /// The dumbbell as nodes and links (see the module doc).
-fn expand_dumbbell(b: &Duplex, senders: &[Host], receivers: &[Host]) -> (Vec<NodeSpec>, Vec<LinkPairSpec>) {
-    let mut nodes: Vec<NodeSpec> = senders.iter().chain(receivers).map(|h| host(&h.name)).collect();
+fn expand_dumbbell(
+    b: &Duplex,
+    senders: &[Host],
+    receivers: &[Host],
+) -> (Vec<NodeSpec>, Vec<LinkPairSpec>) {
+    let mut nodes: Vec<NodeSpec> = senders
+        .iter()
+        .chain(receivers)
+        .map(|h| host(&h.name))
+        .collect();
     for r in [LEFT, RIGHT] {
         nodes.push(NodeSpec {
             kind: NodeKind::Router,
@@ -108,10 +119,22 @@ fn expand_dumbbell(b: &Duplex, senders: &[Host], receivers: &[Host]) -> (Vec<Nod
     }
     let mut links = vec![pair("bottleneck".into(), LEFT, RIGHT, Some(b), false)];
     for h in senders {
-        links.push(pair(format!("{}.access", h.name), &h.name, LEFT, h.access.as_ref(), true));
+        links.push(pair(
+            format!("{}.access", h.name),
+            &h.name,
+            LEFT,
+            h.access.as_ref(),
+            true,
+        ));
     }
     for h in receivers {
-        links.push(pair(format!("{}.access", h.name), RIGHT, &h.name, h.access.as_ref(), true));
+        links.push(pair(
+            format!("{}.access", h.name),
+            RIGHT,
+            &h.name,
+            h.access.as_ref(),
+            true,
+        ));
     }
     (nodes, links)
 }
@@ -177,7 +200,9 @@ pub fn lower(sc: &Scenario) -> Result<Lowered, ConfigError> {
     for (i, f) in sc.flows.iter().enumerate() {
         let p = format!("flows[{i}]");
         for (field, name) in [("sender", &f.sender), ("receiver", &f.receiver)] {
-            let ok = g.node(name).is_some_and(|n| g.nodes[n].kind == NodeKind::Host);
+            let ok = g
+                .node(name)
+                .is_some_and(|n| g.nodes[n].kind == NodeKind::Host);
             if !ok {
                 let hosts: Vec<&str> = g
                     .nodes
@@ -185,7 +210,11 @@ pub fn lower(sc: &Scenario) -> Result<Lowered, ConfigError> {
                     .filter(|n| n.kind == NodeKind::Host)
                     .map(|n| n.name.as_str())
                     .collect();
-                let what = if dumbbell { format!("{field}s") } else { "hosts".into() };
+                let what = if dumbbell {
+                    format!("{field}s")
+                } else {
+                    "hosts".into()
+                };
                 return Err(crate::config::ConfigError {
                     field: format!("{p}.{field}"),
                     message: format!("no {field} named {name:?}; {what} are {hosts:?}"),
@@ -195,7 +224,10 @@ pub fn lower(sc: &Scenario) -> Result<Lowered, ConfigError> {
         if f.sender == f.receiver {
             return Err(ConfigError {
                 field: format!("{p}.receiver"),
-                message: format!("{:?} is also the sender: a flow joins two hosts", f.receiver),
+                message: format!(
+                    "{:?} is also the sender: a flow joins two hosts",
+                    f.receiver
+                ),
             });
         }
         let fwd_hops = match &f.path {
@@ -242,6 +274,7 @@ pub fn lower(sc: &Scenario) -> Result<Lowered, ConfigError> {
             rev_nodes: node_names(&f.receiver, &rev_hops),
             sender_link: g.links[fwd_hops[0].link].name.clone(),
             receiver_link: g.links[fwd_hops[fwd_hops.len() - 1].link].name.clone(),
+            ack_link: g.links[rev_hops[0].link].name.clone(),
         });
     }
     Ok(Lowered {

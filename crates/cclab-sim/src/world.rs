@@ -4,8 +4,9 @@
 
 use crate::cc;
 use crate::config::{ms_to_ns, s_to_ns, ConfigError, Scenario, TraceMode};
-use crate::lower::lower;
 use crate::engine::{Event, EventQueue};
+use crate::lower::lower;
+use crate::tcp::ecn::EcnMode;
 use crate::tcp::receiver::{Receiver, ReceiverConfig};
 use crate::tcp::segment::{
     AckSeg, DataSeg, Segment, HEADER_BYTES, SACK_BASE_BYTES, SACK_BLOCK_BYTES, TS_OPTION_BYTES,
@@ -17,7 +18,7 @@ use cclab_net::element::Element;
 
 /// Bytes of a SYN or SYN-ACK on the wire (20 B IPv4 + 40 B TCP with MSS, SACK, TS, WS options).
 const SYN_BYTES: u64 = 60;
-use cclab_net::link::{DropReason, Link};
+use cclab_net::link::{Dropped, Link};
 use cclab_net::packet::NetPacket;
 use cclab_net::rng;
 use cclab_net::Ecn;
@@ -55,12 +56,20 @@ impl NetPacket for Packet {
             d.ecn = Ecn::Ce;
         }
     }
+    /// The connection: what FQ-CoDel classifies by (a flow's 5-tuple on a real link; its data
+    /// and its ACKs travel on different link directions, so they never share a queue).
+    fn flow_hash(&self) -> u64 {
+        u64::from(self.flow)
+    }
 }
 
 struct LinkSlot {
     name: String,
     /// A link today; shared media (WLAN cell, mesh chain) implement the same trait.
     link: Box<dyn Element<Packet>>,
+    /// It runs an AQM: packets may be dropped from its queue, and any call may move its next
+    /// wake-up.
+    aqm: bool,
 }
 
 struct FlowSlot {
@@ -102,14 +111,15 @@ impl World {
         let net = lower(sc)?;
         let mut links: Vec<LinkSlot> = Vec::with_capacity(net.links.len());
         for l in &net.links {
-            let cfg = l
-                .spec
-                .link_config()
-                .map_err(|e| SimError::Config(ConfigError::new(format!("{}.capacity_trace", l.field), e)))?;
-            let link: Box<dyn Element<Packet>> = Box::new(Link::new(cfg, rng::stream(sc.seed, &l.name)));
+            let cfg = l.spec.link_config().map_err(|e| {
+                SimError::Config(ConfigError::new(format!("{}.capacity_trace", l.field), e))
+            })?;
+            let link: Box<dyn Element<Packet>> =
+                Box::new(Link::new(cfg, rng::stream(sc.seed, &l.name)));
             links.push(LinkSlot {
                 name: l.name.clone(),
                 link,
+                aqm: !l.spec.qdisc.is_drop_tail(),
             });
         }
         let hz = sc.sim.kernel_hz;
@@ -139,8 +149,17 @@ impl World {
             } else {
                 f.size_bytes
             };
-            let algo = cc::build(&f.cc, &f.cc_params)
-                .map_err(|e| SimError::Config(crate::config::cc_error(&format!("flows[{i}]"), &e)))?;
+            let algo = cc::build(&f.cc, &f.cc_params).map_err(|e| {
+                SimError::Config(crate::config::cc_error(&format!("flows[{i}]"), &e))
+            })?;
+            // An algorithm with Linux's TCP_CONG_NEEDS_ECN (DCTCP) uses ECN whatever the setting
+            // (`tcp_ca_needs_ecn`); with ECN otherwise off, its peer is taken to run it too and
+            // echo CE precisely (`dctcp_ece_ack_update`: what `ecn = "low"` does).
+            let ecn = if algo.needs_ecn() && f.ecn == EcnMode::Off {
+                EcnMode::Low
+            } else {
+                f.ecn
+            };
             let sender = Sender::new(
                 SenderConfig {
                     mss_bytes: f.mss_bytes,
@@ -159,7 +178,7 @@ impl World {
                     rto_max_us: (f.rto_max_ms * 1000.0).round() as u64,
                     size_bytes,
                     hz,
-                    ecn: f.ecn,
+                    ecn,
                 },
                 algo,
             );
@@ -178,7 +197,7 @@ impl World {
                 },
                 size_bytes,
                 hz,
-                ecn: f.ecn,
+                ecn,
             });
             let start_ns = s_to_ns(f.start_s);
             q.push(start_ns, Event::AppStart(i as u32));
@@ -200,8 +219,16 @@ impl World {
             .iter()
             .map(|r| crate::FlowPath {
                 flow: r.flow.clone(),
-                fwd: r.fwd.iter().map(|&l| net.links[l as usize].name.clone()).collect(),
-                rev: r.rev.iter().map(|&l| net.links[l as usize].name.clone()).collect(),
+                fwd: r
+                    .fwd
+                    .iter()
+                    .map(|&l| net.links[l as usize].name.clone())
+                    .collect(),
+                rev: r
+                    .rev
+                    .iter()
+                    .map(|&l| net.links[l as usize].name.clone())
+                    .collect(),
                 fwd_nodes: r.fwd_nodes.clone(),
                 rev_nodes: r.rev_nodes.clone(),
             })
@@ -262,8 +289,12 @@ impl World {
 
     fn on_sample(&mut self, t: u64) {
         for (i, l) in self.links.iter_mut().enumerate() {
+            if l.aqm {
+                // Catch up first: dequeues and AQM drops due by `t` change the counters.
+                l.link.queue_pkts(t);
+            }
             let st = l.link.stats();
-            let drops = st.dropped_loss_pkts + st.dropped_queue_pkts;
+            let drops = st.dropped_random_pkts + st.dropped_queue_full_pkts + st.dropped_aqm_pkts;
             let tx = st.tx_bytes;
             let ce = st.ce_marks;
             let lt = &mut self.link_trace;
@@ -274,6 +305,12 @@ impl World {
             lt.drops.push(drops);
             lt.tx_bytes.push(tx);
             lt.ce_marks.push(ce);
+        }
+        for l in 0..self.links.len() as u32 {
+            if self.links[l as usize].aqm {
+                self.drain_aqm(l);
+                self.schedule_link(l);
+            }
         }
         if self.mode == TraceMode::Interval {
             for f in 0..self.flows.len() {
@@ -297,6 +334,7 @@ impl World {
         while let Some(p) = self.links[l as usize].link.pop_arrived(t) {
             self.forward(t, p);
         }
+        self.drain_aqm(l);
         self.schedule_link(l);
     }
 
@@ -331,20 +369,39 @@ impl World {
         match self.links[l as usize].link.enqueue(t, p) {
             Ok(()) => self.schedule_link(l),
             Err(d) => {
-                let (kind, seq) = match d.pkt.seg {
-                    Segment::Data(s) => ("loss", s.seq),
-                    Segment::Ack(a) => ("ack_loss", a.ack),
-                };
-                let reason = match d.reason {
-                    DropReason::Loss => "random",
-                    DropReason::QueueFull => "queue_full",
-                };
-                let detail = format!(
-                    "link={} reason={} seq={}",
-                    self.links[l as usize].name, reason, seq
-                );
-                self.events.push(t, d.pkt.flow as i32, kind, detail);
+                self.log_drop(t, l, d);
+                if self.links[l as usize].aqm {
+                    // Its catch-up may have moved the next dequeue.
+                    self.schedule_link(l);
+                }
             }
+        }
+        self.drain_aqm(l);
+    }
+
+    /// An events row for a packet link `l` dropped at `t`: kind `drop` (data) or `ack_drop`,
+    /// detail `link=<name> reason=<random|queue_full|aqm> seq=<seq or ack>`.
+    fn log_drop(&mut self, t: u64, l: u32, d: Dropped<Packet>) {
+        let (kind, seq) = match d.pkt.seg {
+            Segment::Data(s) => ("drop", s.seq),
+            Segment::Ack(a) => ("ack_drop", a.ack),
+        };
+        let detail = format!(
+            "link={} reason={} seq={}",
+            self.links[l as usize].name,
+            d.reason.name(),
+            seq
+        );
+        self.events.push(t, d.pkt.flow as i32, kind, detail);
+    }
+
+    /// Log the packets link `l`'s AQM dropped from its queue (at their own times).
+    fn drain_aqm(&mut self, l: u32) {
+        if !self.links[l as usize].aqm {
+            return;
+        }
+        while let Some((t, d)) = self.links[l as usize].link.pop_dropped() {
+            self.log_drop(t, l, d);
         }
     }
 
@@ -515,10 +572,11 @@ impl World {
             .map(|l| {
                 let s = l.link.stats();
                 crate::LinkStats {
+                    dropped_aqm_pkts: s.dropped_aqm_pkts,
                     link: l.name.clone(),
                     enqueued_pkts: s.enqueued_pkts,
-                    dropped_loss_pkts: s.dropped_loss_pkts,
-                    dropped_queue_pkts: s.dropped_queue_pkts,
+                    dropped_random_pkts: s.dropped_random_pkts,
+                    dropped_queue_full_pkts: s.dropped_queue_full_pkts,
                     tx_bytes: s.tx_bytes,
                     delivered_pkts: s.delivered_pkts,
                     ce_marks: s.ce_marks,

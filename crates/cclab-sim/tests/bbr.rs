@@ -7,16 +7,19 @@
 
 mod common;
 use common::*;
-use serde_json::json;
 
 const RATE_BPS: f64 = 20e6;
 const MSS: f64 = 1448.0;
 
 fn bbr_run(loss: f64, duration_s: f64) -> cclab_sim::RunOutput {
-    let mut v = dumbbell("bbr", Some(RATE_BPS as u64), 200.0, 500, loss, duration_s);
-    v["flows"][0]["mss_bytes"] = json!(MSS as u32);
-    v["sim"] = json!({"trace": "interval", "trace_interval_ms": 10});
-    run_json(&v)
+    Dumbbell::new(RATE_BPS as u64, 200.0)
+        .queue_pkts(500)
+        .loss(loss)
+        .duration_s(duration_s)
+        .trace(TraceMode::Interval)
+        .trace_interval_ms(10.0)
+        .flow(Flow::new("bbr").mss_bytes(MSS as u32))
+        .run()
 }
 
 /// Payload rate of the link at 1500-byte packets carrying MSS bytes, bit/s.
@@ -147,8 +150,13 @@ fn random_loss_does_not_cut_the_rate() {
         g > 0.8 * goodput_ceiling_bps(),
         "BBR goodput {g} at 1 % loss"
     );
-    let mut v = dumbbell("cubic", Some(RATE_BPS as u64), 200.0, 500, 0.01, 30.0);
-    v["flows"][0]["mss_bytes"] = json!(MSS as u32);
-    let cubic = run_json(&v).flow_stats[0].goodput_bps;
+    let cubic = Dumbbell::new(RATE_BPS as u64, 200.0)
+        .queue_pkts(500)
+        .loss(0.01)
+        .duration_s(30.0)
+        .flow(Flow::new("cubic").mss_bytes(MSS as u32))
+        .run()
+        .flow_stats[0]
+        .goodput_bps;
     assert!(g > 5.0 * cubic, "BBR {g} vs CUBIC {cubic}");
 }

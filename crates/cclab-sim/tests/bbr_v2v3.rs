@@ -7,7 +7,6 @@
 
 mod common;
 use common::*;
-use serde_json::json;
 
 const RATE_BPS: f64 = 20e6;
 const MSS: f64 = 1448.0;
@@ -23,29 +22,30 @@ fn bdp_pkts() -> f64 {
     ceiling_bps() / 8.0 / MSS * RTT_S
 }
 
+/// One `cc` flow with integer tunables `params` on the dumbbell, traced every 10 ms.
 fn run_with(
     cc: &str,
     queue_pkts: u32,
     loss: f64,
     duration_s: f64,
-    params: serde_json::Value,
+    params: &[(&str, i64)],
 ) -> cclab_sim::RunOutput {
-    let mut v = dumbbell(
-        cc,
-        Some(RATE_BPS as u64),
-        RTT_S * 1e3,
-        queue_pkts,
-        loss,
-        duration_s,
-    );
-    v["flows"][0]["mss_bytes"] = json!(MSS as u32);
-    v["flows"][0]["cc_params"] = params;
-    v["sim"] = json!({"trace": "interval", "trace_interval_ms": 10});
-    run_json(&v)
+    let mut flow = Flow::new(cc).mss_bytes(MSS as u32);
+    for &(name, value) in params {
+        flow = flow.param(name, value);
+    }
+    Dumbbell::new(RATE_BPS as u64, RTT_S * 1e3)
+        .queue_pkts(queue_pkts)
+        .loss(loss)
+        .duration_s(duration_s)
+        .trace(TraceMode::Interval)
+        .trace_interval_ms(10.0)
+        .flow(flow)
+        .run()
 }
 
 fn run(cc: &str, queue_pkts: u32, loss: f64, duration_s: f64) -> cclab_sim::RunOutput {
-    run_with(cc, queue_pkts, loss, duration_s, json!({}))
+    run_with(cc, queue_pkts, loss, duration_s, &[])
 }
 
 /// Mean cwnd over the second half of the run, packets.
@@ -93,13 +93,12 @@ fn loss_above_two_percent_bounds_inflight_below_it_does_not() {
 /// Retransmitted / sent of each of two flows of `cc` sharing a 20-packet buffer (the second
 /// starting at 2 s), 20 s.
 fn two_flow_retrans(cc: &str) -> Vec<f64> {
-    let mut v = dumbbell(cc, Some(RATE_BPS as u64), RTT_S * 1e3, 20, 0.0, 20.0);
-    v["flows"] = json!([
-        {"name": "a", "sender": "sender", "receiver": "receiver", "cc": cc, "mss_bytes": 1448},
-        {"name": "b", "sender": "sender", "receiver": "receiver", "cc": cc, "mss_bytes": 1448,
-         "start_s": 2.0}
-    ]);
-    let out = run_json(&v);
+    let out = Dumbbell::new(RATE_BPS as u64, RTT_S * 1e3)
+        .queue_pkts(20)
+        .duration_s(20.0)
+        .flow(Flow::new(cc).name("a").mss_bytes(1448))
+        .flow(Flow::new(cc).name("b").mss_bytes(1448).start_s(2.0))
+        .run();
     out.flow_stats
         .iter()
         .map(|s| s.retrans_pkts as f64 / s.sent_pkts as f64)
@@ -244,14 +243,14 @@ fn startup_exit_s(out: &cclab_sim::RunOutput) -> f64 {
 fn startup_ends_on_loss_above_two_percent_before_the_bw_plateau() {
     for cc in ["bbr2", "bbr3"] {
         let with_loss_exit = run(cc, 20, 0.0, 3.0);
-        let plateau_only = run_with(cc, 20, 0.0, 3.0, json!({"full_loss_cnt": 0}));
+        let plateau_only = run_with(cc, 20, 0.0, 3.0, &[("full_loss_cnt", 0)]);
         let (a, b) = (
             startup_exit_s(&with_loss_exit),
             startup_exit_s(&plateau_only),
         );
         let (da, db) = (
-            with_loss_exit.link_stats[0].dropped_queue_pkts,
-            plateau_only.link_stats[0].dropped_queue_pkts,
+            with_loss_exit.link_stats[0].dropped_queue_full_pkts,
+            plateau_only.link_stats[0].dropped_queue_full_pkts,
         );
         eprintln!(
             "{cc}: STARTUP ends at {a:.2} s ({da} drops); plateau only {b:.2} s ({db} drops)"

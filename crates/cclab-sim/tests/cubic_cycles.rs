@@ -12,14 +12,15 @@
 
 mod common;
 use common::*;
-use serde_json::json;
 
 fn steady_cycles(cc: &str, fast_convergence: bool) -> (cclab_sim::RunOutput, Vec<Cycle>) {
     // 100 Mbps, RTT 100 ms: BDP 833 packets of 1500 B; a 100-packet buffer.
-    let mut v = dumbbell(cc, Some(100_000_000), 100.0, 100, 0.0, 150.0);
-    v["sim"] = json!({"trace": "ack"});
-    v["flows"][0]["cc_params"] = json!({"fast_convergence": fast_convergence});
-    let out = run_json(&v);
+    let out = Dumbbell::new(100_000_000, 100.0)
+        .queue_pkts(100)
+        .duration_s(150.0)
+        .trace(TraceMode::Ack)
+        .flow(Flow::new(cc).param("fast_convergence", fast_convergence))
+        .run();
     let cyc = cycles(&out);
     assert!(
         cyc.len() >= 8,

@@ -8,17 +8,32 @@
 
 mod common;
 use common::*;
-use serde_json::{json, Value};
 
 const MSS: f64 = 1448.0;
 
+/// A dumbbell (500-packet buffer) with ECN marking at `k_pkts` on its data direction, no flows.
+fn marking_path(rate_bps: u64, rtt_ms: f64, k_pkts: u32, duration_s: f64) -> Dumbbell {
+    Dumbbell::new(rate_bps, rtt_ms)
+        .queue_pkts(500)
+        .duration_s(duration_s)
+        .ecn_threshold_pkts(k_pkts)
+}
+
+/// A `cc` flow with ECN setting `ecn`.
+fn ecn_flow(cc: &str, ecn: EcnMode) -> Flow {
+    Flow::new(cc).ecn(ecn).mss_bytes(MSS as u32)
+}
+
 /// A one-flow dumbbell with ECN marking at `k_pkts` on the bottleneck's data direction.
-fn marking(cc: &str, ecn: &str, rate_bps: u64, rtt_ms: f64, k_pkts: u32, duration_s: f64) -> Value {
-    let mut v = dumbbell(cc, Some(rate_bps), rtt_ms, 500, 0.0, duration_s);
-    v["bottleneck"]["fwd"]["ecn_threshold_pkts"] = json!(k_pkts);
-    v["flows"][0]["ecn"] = json!(ecn);
-    v["flows"][0]["mss_bytes"] = json!(MSS as u32);
-    v
+fn marking(
+    cc: &str,
+    ecn: EcnMode,
+    rate_bps: u64,
+    rtt_ms: f64,
+    k_pkts: u32,
+    duration_s: f64,
+) -> Dumbbell {
+    marking_path(rate_bps, rtt_ms, k_pkts, duration_s).flow(ecn_flow(cc, ecn))
 }
 
 /// Payload rate of a link at MSS + 52 bytes on the wire, bit/s.
@@ -60,7 +75,7 @@ fn reno_and_cubic_reduce_by_beta_once_per_window_without_loss() {
     // 20 Mbit/s, 20 ms: BDP 33 packets; mark at K = 20.
     let (rate, rtt_ms, k) = (20_000_000, 20.0, 20);
     for (cc, beta) in [("reno", 0.5), ("cubic", 717.0 / 1024.0)] {
-        let out = run_json(&marking(cc, "on", rate, rtt_ms, k, 20.0));
+        let out = marking(cc, EcnMode::On, rate, rtt_ms, k, 20.0).run();
         let st = &out.flow_stats[0];
         let cwrs = cwr_events(&out);
         let q = queue_after(&out, 2.0);
@@ -80,7 +95,7 @@ fn reno_and_cubic_reduce_by_beta_once_per_window_without_loss() {
             st.retrans_pkts, 0,
             "{cc}: marks instead of drops: nothing to repair"
         );
-        assert_eq!(out.link_stats[0].dropped_queue_pkts, 0);
+        assert_eq!(out.link_stats[0].dropped_queue_full_pkts, 0);
         assert!(cwrs.len() > 20, "{cc}: a reduction every few RTTs");
         assert_eq!(cwrs.len() as u64, st.cwr_count);
         for &(_, cwnd, ssthresh) in &cwrs {
@@ -108,9 +123,7 @@ fn reno_and_cubic_reduce_by_beta_once_per_window_without_loss() {
         assert!(goodput > 0.9, "{cc}: goodput {goodput:.3} of the link");
 
         // The same path without ECN: the queue fills to its 500-packet limit and drops.
-        let mut off = marking(cc, "off", rate, rtt_ms, k, 20.0);
-        off["flows"][0]["ecn"] = json!("off");
-        let out_off = run_json(&off);
+        let out_off = marking(cc, EcnMode::Off, rate, rtt_ms, k, 20.0).run();
         assert!(out_off.flow_stats[0].retrans_pkts > 0);
         assert_eq!(
             out_off.link_stats[0].ce_marks, 0,
@@ -122,8 +135,8 @@ fn reno_and_cubic_reduce_by_beta_once_per_window_without_loss() {
 
 #[test]
 fn the_same_seed_gives_the_same_trace_with_ecn() {
-    let v = marking("cubic", "on", 20_000_000, 20.0, 20, 5.0);
-    let (a, b) = (run_json(&v), run_json(&v));
+    let d = marking("cubic", EcnMode::On, 20_000_000, 20.0, 20, 5.0);
+    let (a, b) = (d.run(), d.run());
     assert_eq!(a.flows.cwnd_pkts, b.flows.cwnd_pkts);
     assert_eq!(a.flows.t_s, b.flows.t_s);
     assert_eq!(a.events.detail, b.events.detail);
@@ -133,14 +146,14 @@ fn the_same_seed_gives_the_same_trace_with_ecn() {
 /// Two BBR flows (the second starts at 0.5 s) on a short path: 100 Mbit/s, 4 ms (min_rtt under
 /// the 5 ms `ecn_max_rtt_us`), BDP 34 packets, marking at K = 10. Without ECN two flows keep a
 /// standing queue of more than a BDP.
-fn bbr_run(cc: &str, ecn: &str) -> cclab_sim::RunOutput {
-    let mut v = marking(cc, ecn, 100_000_000, 4.0, 10, 10.0);
-    v["sim"] = json!({"trace": "interval", "trace_interval_ms": 1});
-    let mut f1 = v["flows"][0].clone();
-    f1["name"] = json!("f1");
-    f1["start_s"] = json!(0.5);
-    v["flows"].as_array_mut().unwrap().push(f1);
-    run_json(&v)
+fn bbr_run(cc: &str, ecn: EcnMode) -> cclab_sim::RunOutput {
+    let flow = ecn_flow(cc, ecn);
+    marking_path(100_000_000, 4.0, 10, 10.0)
+        .trace(TraceMode::Interval)
+        .trace_interval_ms(1.0)
+        .flow(flow.clone()) // "f0"
+        .flow(flow.start_s(0.5)) // "f1"
+        .run()
 }
 
 fn total_goodput_bps(out: &cclab_sim::RunOutput) -> f64 {
@@ -150,8 +163,8 @@ fn total_goodput_bps(out: &cclab_sim::RunOutput) -> f64 {
 #[test]
 fn bbr2_and_bbr3_with_ecn_low_keep_the_queue_short() {
     for cc in ["bbr2", "bbr3"] {
-        let low = bbr_run(cc, "low");
-        let off = bbr_run(cc, "off");
+        let low = bbr_run(cc, EcnMode::Low);
+        let off = bbr_run(cc, EcnMode::Off);
         let (ql, qo) = (mean(&queue_after(&low, 1.0)), mean(&queue_after(&off, 1.0)));
         let (gl, go) = (total_goodput_bps(&low), total_goodput_bps(&off));
         println!(
@@ -174,8 +187,8 @@ fn bbr1_and_bbr3_with_classic_ecn_ignore_the_marks() {
     // BBRv1 has no ECN response; v3's needs `ecn_low` (bbr_can_use_ecn). The core still
     // enters CWR on ECE (ca_state 2), but cwnd and pacing stay BBR's own.
     for cc in ["bbr", "bbr3"] {
-        let on = bbr_run(cc, "on");
-        let off = bbr_run(cc, "off");
+        let on = bbr_run(cc, EcnMode::On);
+        let off = bbr_run(cc, EcnMode::Off);
         let (qn, qo) = (mean(&queue_after(&on, 1.0)), mean(&queue_after(&off, 1.0)));
         let (gn, go) = (total_goodput_bps(&on), total_goodput_bps(&off));
         println!(

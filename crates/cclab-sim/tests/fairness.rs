@@ -4,7 +4,6 @@
 
 mod common;
 use common::*;
-use serde_json::json;
 
 fn jain(x: &[f64]) -> f64 {
     let s: f64 = x.iter().sum();
@@ -14,13 +13,14 @@ fn jain(x: &[f64]) -> f64 {
 
 /// Goodput of each flow over the last `tail_s` seconds of a two-flow run.
 fn shares(cc: &str, duration_s: f64) -> Vec<f64> {
-    let mut v = dumbbell(cc, Some(20_000_000), 50.0, 200, 0.0, duration_s);
-    v["sim"] = json!({"trace": "interval", "trace_interval_ms": 100});
-    v["flows"] = json!([
-        {"name": "a", "sender": "sender", "receiver": "receiver", "cc": cc},
-        {"name": "b", "sender": "sender", "receiver": "receiver", "cc": cc, "start_s": 5.0}
-    ]);
-    let out = run_json(&v);
+    let out = Dumbbell::new(20_000_000, 50.0)
+        .queue_pkts(200)
+        .duration_s(duration_s)
+        .trace(TraceMode::Interval)
+        .trace_interval_ms(100.0)
+        .flow(Flow::new(cc).name("a"))
+        .flow(Flow::new(cc).name("b").start_s(5.0))
+        .run();
     let f = &out.flows;
     let t_from = duration_s / 2.0;
     (0..2)

@@ -1,20 +1,23 @@
 //! Determinism and delivery integrity.
 
 mod common;
+use cclab_net::loss::LossModel;
 use common::*;
-use serde_json::json;
 
-fn lossy(seed: u64) -> serde_json::Value {
-    let mut v = dumbbell("cubic", Some(20_000_000), 60.0, 100, 1e-2, 20.0);
-    v["seed"] = json!(seed);
-    v["sim"] = json!({"trace": "ack"});
-    v
+fn lossy(seed: u64) -> Dumbbell {
+    Dumbbell::new(20_000_000, 60.0)
+        .queue_pkts(100)
+        .loss(1e-2)
+        .duration_s(20.0)
+        .seed(seed)
+        .trace(TraceMode::Ack)
+        .flow(Flow::new("cubic"))
 }
 
 #[test]
 fn same_seed_same_trace_bit_for_bit() {
-    let a = run_json(&lossy(7));
-    let b = run_json(&lossy(7));
+    let a = lossy(7).run();
+    let b = lossy(7).run();
     assert_eq!(a.flows.t_s.len(), b.flows.t_s.len());
     assert!(a
         .flows
@@ -30,8 +33,8 @@ fn same_seed_same_trace_bit_for_bit() {
 
 #[test]
 fn different_seeds_differ() {
-    let a = run_json(&lossy(1));
-    let b = run_json(&lossy(2));
+    let a = lossy(1).run();
+    let b = lossy(2).run();
     assert_ne!(a.flows.cwnd_pkts, b.flows.cwnd_pkts);
 }
 
@@ -41,20 +44,27 @@ fn different_seeds_differ() {
 fn every_byte_once_in_order_through_loss_and_outage() {
     let size: u64 = 3_000_017; // not a multiple of the MSS
     for (sack, ts) in [(true, true), (false, true), (true, false), (false, false)] {
-        let v = json!({
-            "name": "integrity", "duration_s": 300.0, "seed": 3,
-            "bottleneck": {
-                "fwd": {"rate_bps": 8_000_000, "delay_ms": 40.0, "queue_pkts": 60,
-                        "loss_model": {"kind": "gilbert_elliott", "p_good_bad": 0.01, "p_bad_good": 0.3,
-                                       "loss_good": 0.005, "loss_bad": 0.4},
-                        "outages": [{"start_s": 2.0, "duration_s": 1.5}]},
-                "rev": {"rate_bps": 8_000_000, "delay_ms": 40.0, "queue_pkts": 60,
-                        "loss_model": {"kind": "bernoulli", "p": 0.02}}
-            },
-            "flows": [{"name": "f", "sender": "sender", "receiver": "receiver", "cc": "reno",
-                       "size_bytes": size, "sack": sack, "timestamps": ts}]
-        });
-        let out = run_json(&v);
+        let out = Dumbbell::new(8_000_000, 80.0)
+            .name("integrity")
+            .duration_s(300.0)
+            .seed(3)
+            .queue_pkts(60)
+            .loss_model(LossModel::GilbertElliott {
+                p_good_bad: 0.01,
+                p_bad_good: 0.3,
+                loss_good: 0.005,
+                loss_bad: 0.4,
+            })
+            .outage(2.0, 1.5)
+            .rev_loss_model(LossModel::Bernoulli { p: 0.02 })
+            .flow(
+                Flow::new("reno")
+                    .name("f")
+                    .size_bytes(size)
+                    .sack(sack)
+                    .timestamps(ts),
+            )
+            .run();
         let st = &out.flow_stats[0];
         assert_eq!(st.delivered_bytes, size, "sack={sack} ts={ts}: {st:?}");
         assert!(

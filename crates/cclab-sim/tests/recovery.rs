@@ -3,7 +3,6 @@
 
 mod common;
 use common::*;
-use serde_json::json;
 
 fn event_times(out: &cclab_sim::RunOutput, kind: &str) -> Vec<f64> {
     out.events
@@ -20,10 +19,13 @@ fn event_times(out: &cclab_sim::RunOutput, kind: &str) -> Vec<f64> {
 /// cwnd = ssthresh = half the window (Reno, PRR).
 #[test]
 fn sparse_losses_recover_without_timeouts() {
-    let mut v = dumbbell("reno", Some(100_000_000), 50.0, 1000, 2e-4, 60.0);
-    v["flows"][0]["max_cwnd_pkts"] = json!(300);
-    v["sim"] = json!({"trace": "ack"});
-    let out = run_json(&v);
+    let out = Dumbbell::new(100_000_000, 50.0)
+        .queue_pkts(1000)
+        .loss(2e-4)
+        .duration_s(60.0)
+        .trace(TraceMode::Ack)
+        .flow(Flow::new("reno").max_cwnd_pkts(300))
+        .run();
     let st = &out.flow_stats[0];
     assert!(st.fast_retransmit_count >= 3, "{st:?}");
     assert_eq!(st.rto_count, 0, "{st:?}");
@@ -37,9 +39,12 @@ fn sparse_losses_recover_without_timeouts() {
 /// the previous, within a jiffy), then the flow resumes.
 #[test]
 fn rto_backs_off_exponentially_during_an_outage() {
-    let mut v = dumbbell("cubic", Some(10_000_000), 100.0, 1000, 0.0, 70.0);
-    v["bottleneck"]["fwd"]["outages"] = json!([{"start_s": 5.0, "duration_s": 40.0}]);
-    let out = run_json(&v);
+    let out = Dumbbell::new(10_000_000, 100.0)
+        .queue_pkts(1000)
+        .duration_s(70.0)
+        .outage(5.0, 40.0)
+        .flow(Flow::new("cubic"))
+        .run();
     let rtos = event_times(&out, "rto");
     assert!(rtos.len() >= 4, "expected repeated RTOs, got {rtos:?}");
     let gaps: Vec<f64> = rtos.windows(2).map(|w| w[1] - w[0]).collect();
@@ -63,15 +68,19 @@ fn rto_backs_off_exponentially_during_an_outage() {
 #[test]
 fn spurious_timeouts_are_detected_by_eifel_or_frto() {
     let make = |frto: bool, ts: bool, sack: bool| {
-        let mut v = dumbbell("reno", Some(2_000_000), 300.0, 1000, 0.0, 30.0);
-        v["bottleneck"]["fwd"]["delay_spikes"] =
-            json!([{"start_s": 10.0, "duration_s": 0.01, "extra_delay_ms": 3000.0}]);
-        v["flows"][0]["frto"] = json!(frto);
-        v["flows"][0]["timestamps"] = json!(ts);
-        v["flows"][0]["sack"] = json!(sack);
-        // Below the 50-packet BDP: no queueing, so the RTO stays near srtt + rto_min.
-        v["flows"][0]["max_cwnd_pkts"] = json!(40);
-        run_json(&v)
+        Dumbbell::new(2_000_000, 300.0)
+            .queue_pkts(1000)
+            .duration_s(30.0)
+            .delay_spike(10.0, 0.01, 3000.0)
+            .flow(
+                Flow::new("reno")
+                    .frto(frto)
+                    .timestamps(ts)
+                    .sack(sack)
+                    // Below the 50-packet BDP: no queueing, so the RTO stays near srtt + rto_min.
+                    .max_cwnd_pkts(40),
+            )
+            .run()
     };
     let eifel = make(true, true, true);
     let st = &eifel.flow_stats[0];
@@ -109,11 +118,13 @@ fn tail_loss_probes_replace_most_timeouts() {
     let run = |tlp: bool| {
         let (mut rtos, mut probes, mut done) = (0, 0, 0);
         for seed in 0..500u64 {
-            let mut v = dumbbell("cubic", Some(10_000_000), 100.0, 100, 0.05, 20.0);
-            v["seed"] = json!(seed);
-            v["flows"][0]["size_bytes"] = json!(18_000);
-            v["flows"][0]["tlp"] = json!(tlp);
-            let out = run_json(&v);
+            let out = Dumbbell::new(10_000_000, 100.0)
+                .queue_pkts(100)
+                .loss(0.05)
+                .duration_s(20.0)
+                .seed(seed)
+                .flow(Flow::new("cubic").size_bytes(18_000).tlp(tlp))
+                .run();
             let st = &out.flow_stats[0];
             rtos += st.rto_count;
             probes += st.tlp_count;

@@ -14,8 +14,12 @@ fn mathis_bps(mss: f64, rtt_s: f64, p: f64, c: f64) -> f64 {
 }
 
 fn check(p: f64, duration_s: f64) {
-    let v = dumbbell("reno", Some(10_000_000_000), 100.0, 100_000, p, duration_s);
-    let out = run_json(&v);
+    let out = Dumbbell::new(10_000_000_000, 100.0)
+        .queue_pkts(100_000)
+        .loss(p)
+        .duration_s(duration_s)
+        .flow(Flow::new("reno"))
+        .run();
     let got = out.flow_stats[0].goodput_bps;
     let want = mathis_bps(1448.0, 0.1, p, 1.31);
     let err = (got - want).abs() / want;

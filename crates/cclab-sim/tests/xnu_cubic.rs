@@ -8,14 +8,21 @@
 
 mod common;
 use common::*;
-use serde_json::json;
+
+/// A lone `cubic-xnu` flow on the 100 Mbit/s, 100 ms dumbbell with a 100-packet buffer and
+/// random loss `loss`, traced on every ACK.
+fn xnu_path(loss: f64, duration_s: f64) -> Dumbbell {
+    Dumbbell::new(100_000_000, 100.0)
+        .queue_pkts(100)
+        .loss(loss)
+        .duration_s(duration_s)
+        .trace(TraceMode::Ack)
+}
 
 #[test]
 fn xnu_cubic_cycles_follow_xnus_beta_and_c() {
     // 100 Mbps, RTT 100 ms: BDP 833 packets of 1500 B; a 100-packet buffer.
-    let mut v = dumbbell("cubic-xnu", Some(100_000_000), 100.0, 100, 0.0, 150.0);
-    v["sim"] = json!({"trace": "ack"});
-    let out = run_json(&v);
+    let out = xnu_path(0.0, 150.0).flow(Flow::new("cubic-xnu")).run();
     let cyc = cycles(&out);
     assert!(
         cyc.len() >= 6,
@@ -66,10 +73,9 @@ fn xnu_cubic_cycles_follow_xnus_beta_and_c() {
 /// backoff is 0.2, i.e. W <- 0.8 W, the beta of the `cubic-ios` preset; C stays 0.4.
 #[test]
 fn xnu_cubic_non_rfc_mode_backs_off_to_0_8() {
-    let mut v = dumbbell("cubic-xnu", Some(100_000_000), 100.0, 100, 0.0, 80.0);
-    v["sim"] = json!({"trace": "ack"});
-    v["flows"][0]["cc_params"] = json!({"cubic_rfc_compliant": false});
-    let out = run_json(&v);
+    let out = xnu_path(0.0, 80.0)
+        .flow(Flow::new("cubic-xnu").param("cubic_rfc_compliant", false))
+        .run();
     let cyc = cycles(&out);
     assert!(
         cyc.len() >= 4,
@@ -96,9 +102,7 @@ fn xnu_cubic_non_rfc_mode_backs_off_to_0_8() {
 /// next loss fit C = 0.4 (cycles cut short by a random loss only show their concave part).
 #[test]
 fn xnu_cubic_on_a_lossy_dumbbell() {
-    let mut v = dumbbell("cubic-xnu", Some(100_000_000), 100.0, 100, 3e-5, 150.0);
-    v["sim"] = json!({"trace": "ack"});
-    let out = run_json(&v);
+    let out = xnu_path(3e-5, 150.0).flow(Flow::new("cubic-xnu")).run();
     let cyc = cycles(&out);
     assert!(
         cyc.len() >= 10,

@@ -37,7 +37,6 @@ cross-validation on the training table grouped by path: ``bench/infer_cv.py``.
 from __future__ import annotations
 
 import itertools
-import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -333,8 +332,3 @@ def per_class(res: pd.DataFrame) -> pd.DataFrame:
         rows.append({"true": k, "traces": len(g), "correct": float((g["guess"] == k).mean()),
                      "most_confused_with": wrong.mode().iloc[0] if len(wrong) else ""})
     return pd.DataFrame(rows)
-
-
-def confusion_json(cm: pd.DataFrame) -> str:
-    """The confusion matrix as JSON ({true: {guess: count}})."""
-    return json.dumps({str(k): {str(c): int(v) for c, v in row.items()} for k, row in cm.iterrows()})

@@ -102,11 +102,6 @@ def _model(tau: np.ndarray, c: float, K: float, wm: float) -> np.ndarray:
     return c * (tau - K) ** 3 + wm
 
 
-def _jac_at(tau: np.ndarray, p: np.ndarray) -> np.ndarray:
-    d = tau - p[1]
-    return np.column_stack([d**3, -3.0 * p[0] * d**2, np.ones_like(tau)])
-
-
 def _profile_start(tau: np.ndarray, w: np.ndarray) -> tuple[float, float, float]:
     """Start for the fit: for each K on a grid, (c, W_max) by linear least squares (the model
     is linear in them); keep the K with the smallest residual and c > 0."""

@@ -29,7 +29,8 @@ from .link import LinkEmulator
 from .clamp import CwndClamp
 from . import bpfcc
 from .knobs import CUBIC_FAMILY, CubicModuleParams, cubic_plan, namespace_sysctls, set_initcwnd
-from .netns import KernelUnavailable, Namespaces, address_tun, require_root, set_sysctls
+from .netns import KernelUnavailable, Namespaces, address_iface, require_root, set_sysctls
+from .topology import plan_network
 
 __all__ = ["run_kernel", "parity", "KERNEL_ALGORITHMS"]
 
@@ -75,49 +76,12 @@ def parity(sc: Scenario) -> list[str]:
                                         f"the kernel it is {what}; give the flows their own senders")
     _, bpf, _, cubic_problems = cubic_plan(d["flows"])
     problems += cubic_problems
+    problems += plan_network(sc.lowered()).problems
     if bpf and not bpfcc.object_path().is_file():
         problems.append(f"CUBIC with C other than 410/1024 runs as the BPF congestion control cclab_cubic, whose "
                         f"object {bpfcc.object_path()} is not built: run `make bpf` (clang, bpftool) or use the "
                         "simulator backend")
     return problems
-
-
-def _host(name: str) -> str:
-    return "".join(c if c.isalnum() else "-" for c in name.lower())[:12] or "h"
-
-
-def _spec(d: dict[str, Any], ns: dict[str, str], stats_path: Path) -> tuple[dict[str, Any], dict[str, str]]:
-    """cclab-link's spec and each host's address."""
-    ports, links, routes, addr = [], [], [], {}
-
-    def link(name: str, spec: dict[str, Any]) -> str:
-        links.append({"name": name, **{k: v for k, v in spec.items() if v is not None}})
-        return name
-
-    # The simulator's link names: the emulator seeds each link's random stream from its name.
-    bfwd = link("bottleneck.fwd", d["bottleneck"]["fwd"])
-    brev = link("bottleneck.rev", d["bottleneck"]["rev"])
-    access: dict[str, tuple[str | None, str | None]] = {}
-    for role, hosts, net in (("s", d["senders"], 77), ("r", d["receivers"], 78)):
-        for i, h in enumerate(hosts):
-            port = f"{role}{i}"
-            addr[h["name"]] = f"10.{net}.{i}.1"
-            ports.append({"name": port, "netns": ns[h["name"]], "dev": "cl0", "addrs": [addr[h["name"]]]})
-            if h.get("access"):
-                access[h["name"]] = (link(f"{h['name']}.access.fwd", h["access"]["fwd"]),
-                                     link(f"{h['name']}.access.rev", h["access"]["rev"]))
-            else:
-                access[h["name"]] = (None, None)
-    for i, s in enumerate(d["senders"]):
-        for j, r in enumerate(d["receivers"]):
-            sf, sr = access[s["name"]]
-            rf, rr = access[r["name"]]
-            routes.append({"from": f"s{i}", "to": f"r{j}", "links": [x for x in (sf, bfwd, rf) if x]})
-            routes.append({"from": f"r{j}", "to": f"s{i}", "links": [x for x in (rr, brev, sr) if x]})
-    spec = {"seed": d["seed"], "ports": ports, "links": links, "routes": routes, "stats_path": str(stats_path),
-            "links_path": str(stats_path.with_name("links.csv")),
-            "links_interval_ms": d["sim"]["trace_interval_ms"]}
-    return spec, addr
 
 
 def _netns_exec(ns: str, *args: str) -> list[str]:
@@ -136,14 +100,14 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
         raise KernelUnavailable("the kernel backend cannot run this scenario:\n  " + "\n  ".join(problems))
     require_root()
     d = sc.to_core_dict()
-    hosts = {h["name"]: f"{role}{_host(h['name'])}" for role, key in (("s", "senders"), ("r", "receivers"))
-             for h in d[key]}
+    net = plan_network(sc.lowered())
+    hosts = net.hosts
     run_id = f"{os.getpid() % 100000}{int(time.time() * 1000) % 10000}"
     interval_ms = d["sim"]["trace_interval_ms"]
     t_wall = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="cclab-kernel-") as tmp, Namespaces(run_id, list(hosts.values())) as nss:
         ns = {h: nss.names[v] for h, v in hosts.items()}
-        spec, addr = _spec(d, ns, Path(tmp) / "link-stats.json")
+        spec = net.emulator_spec(d["seed"], ns, Path(tmp) / "link-stats.json", interval_ms)
         knobs: dict[str, dict[str, str]] = {}
         kernel = sc.kernel.model_dump()
         for f in d["flows"]:
@@ -156,15 +120,12 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
         with LinkEmulator(spec) as emu, CubicModuleParams(cubic_params), \
                 (bpfcc.BpfCubic(bpf_cubic) if bpf_cubic else contextlib.nullcontext()), \
                 (CwndClamp(f"run{run_id}", caps) if caps else contextlib.nullcontext()) as clamp:
-            for h in d["senders"]:
-                address_tun(ns[h["name"]], "cl0", addr[h["name"]], "10.78.0.1", 16)
-            for h in d["receivers"]:
-                address_tun(ns[h["name"]], "cl0", addr[h["name"]], "10.77.0.1", 16)
-            initcwnd = {f["sender"]: f["initial_cwnd_pkts"] for f in d["flows"]}
-            for host, n in initcwnd.items():
-                if n != 10:
-                    set_initcwnd(ns[host], "cl0", n)
-                    knobs[ns[host]]["route initcwnd"] = str(n)
+            for i in net.interfaces.values():
+                address_iface(ns[i.host], i.dev, i.addr, i.routes)
+            for (s_if, _, _), f in zip(net.flows, d["flows"]):
+                if f["initial_cwnd_pkts"] != 10:
+                    set_initcwnd(ns[s_if.host], s_if.dev, f["initial_cwnd_pkts"])
+                    knobs[ns[s_if.host]][f"route initcwnd {s_if.dev}"] = str(f["initial_cwnd_pkts"])
             procs = []
             for k, f in enumerate(d["flows"]):
                 ready = Path(tmp) / f"ready{k}"
@@ -181,7 +142,7 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
             senders = []
             for k, f, _ in procs:
                 ready = Path(tmp) / f"sender-ready{k}"
-                args = ["send", "--dst", addr[f["receiver"]], "--port", str(_BASE_PORT + k),
+                args = ["send", "--dst", net.flows[k][1].addr, "--port", str(_BASE_PORT + k),
                         "--cc", cc_names.get(k, f["cc"]), "--mss", str(f["mss_bytes"]),
                         "--go-file", str(go), "--ready-file", str(ready),
                         "--start-s", str(f["start_s"]), "--until-s", str(d["duration_s"]),

@@ -185,11 +185,6 @@ class LinkEmulator:
         if not self._stderr.closed:
             self._stderr.close()
 
-    @property
-    def stderr_text(self) -> str:
-        """What cclab-link wrote to stderr (warnings such as falling behind)."""
-        return self._err_text()
-
     def _err_text(self) -> str:
         try:
             self._stderr.flush()

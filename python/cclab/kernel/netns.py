@@ -156,6 +156,22 @@ def address_tun(ns: str, dev: str, local: str, peer: str, route_prefix: int = 24
             ipr.route("add", dst=str(net), oif=idx[0])
 
 
+def address_iface(ns: str, dev: str, local: str, dsts: list[str]) -> None:
+    """Bring ``dev`` up inside ``ns`` with address ``local``/32 and a /32 route to each of
+    ``dsts`` through it, preferring ``local`` as the source (a host with several interfaces
+    sends each flow out of the interface its path starts on)."""
+    from pyroute2 import NetNS
+
+    with NetNS(ns) as ipr:
+        idx = ipr.link_lookup(ifname=dev)
+        if not idx:
+            raise KernelUnavailable(f"{ns}: no device {dev} (did cclab-link start?)")
+        ipr.link("set", index=idx[0], state="up")
+        ipr.addr("add", index=idx[0], address=local, prefixlen=32)
+        for dst in dsts:
+            ipr.route("add", dst=f"{dst}/32", oif=idx[0], prefsrc=local, scope=253)
+
+
 def clean() -> list[str]:
     """Remove every cclab namespace and run record (after a crash). Returns what was removed."""
     from pyroute2 import netns

@@ -14,10 +14,16 @@
 //! Where we diverge from the kernel, and why:
 //! - Sequence numbers are `u64` bytes that never wrap, so HyStart's `end_seq` is a `u64` and the
 //!   kernel's `after(tp->snd_una, ca->end_seq)` is a plain `>`.
-//! - `hystart_ack_delay()` reads `sk_pacing_rate` (`tp.pacing_rate_bytes_per_s`, 0 unless the
-//!   TCP machinery sets it, which makes the delay 0 as in the kernel) and `sk_gso_max_size`, which
-//!   we fix at Linux's `GSO_LEGACY_MAX_SIZE` (65536). Pacing is not modelled, so
-//!   `sk_pacing_status` is always `SK_PACING_NONE` and the ACK-train threshold is halved.
+//! - `hystart_ack_delay()` reads `sk_pacing_rate` (`tp.pacing_rate_bytes_per_s`, which the core's
+//!   `tcp_update_pacing_rate` sets for CUBIC too, at the end of `tcp_cong_control` on every ACK;
+//!   it is 0, and so is the delay, only until the first ACK has been through it) and
+//!   `sk_gso_max_size`, which we fix at Linux's `GSO_LEGACY_MAX_SIZE` (65536).
+//! - `hystart_update()` halves the ACK-train threshold unconditionally; the kernel halves it only
+//!   when `sk_pacing_status == SK_PACING_NONE`. That is always the case for a CUBIC flow here:
+//!   pacing is modelled (the EDT model in `tcp/sender.rs`), but only for an algorithm that asks
+//!   for it (`SK_PACING_NEEDED`, `tp.pacing_needed`, which only the BBRs set, in `init`), and no
+//!   fq qdisc is modelled (it would make the status `SK_PACING_FQ`). CUBIC, as in the kernel,
+//!   never asks.
 //! - TCP friendliness: the kernel's `while (ca->ack_cnt > delta)` loop never ends when
 //!   `(cwnd * beta_scale) >> 3 == 0`, which small `beta` values (beta_scale 2 or 3) reach at
 //!   cwnd <= 3; we use `max(delta, 1)` there, and compute the loop's result in closed form.
@@ -426,8 +432,10 @@ impl Cubic {
                 let mut threshold = ca.delay_min.wrapping_add(hystart_ack_delay(tp));
 
                 // Hystart ack train triggers if we get ack past ca->delay_min/2. Pacing might
-                // have delayed packets up to RTT/2 during slow start. Pacing is not modelled,
-                // so sk_pacing_status is always SK_PACING_NONE.
+                // have delayed packets up to RTT/2 during slow start. The kernel halves only
+                // `if (sk->sk_pacing_status == SK_PACING_NONE)`: always true here, since CUBIC
+                // never sets `tp.pacing_needed` (SK_PACING_NEEDED) and no fq qdisc is modelled
+                // (SK_PACING_FQ); see the module docs.
                 threshold >>= 1;
 
                 // (s32)(now - round_start) > threshold compares as u32 in C.

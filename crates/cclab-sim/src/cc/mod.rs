@@ -18,6 +18,7 @@ pub mod bbr3;
 pub mod bbr_v2v3;
 pub mod bic;
 pub mod cubic_xnu;
+pub mod dctcp;
 pub mod highspeed;
 pub mod htcp;
 pub mod hybla;
@@ -195,6 +196,14 @@ pub trait CongestionControl: Send {
     /// google/bbr's v2alpha and v3 branches; called from `tcp_mark_skb_lost` after `tp->lost`
     /// counted it).
     fn skb_marked_lost(&mut self, _tp: &mut TcpSock, _skb: &crate::tcp::skb::Skb) {}
+
+    /// Whether the connection must use ECN whatever the `tcp_ecn` sysctl: Linux's
+    /// `TCP_CONG_NEEDS_ECN` flag in `ops->flags`, read through `tcp_ca_needs_ecn`
+    /// (include/net/tcp.h). Set by DCTCP (net/ipv4/tcp_dctcp.c), which also needs the receiver's
+    /// precise CE echo (`dctcp_ece_ack_update`, what `ecn = "low"` gives a flow here).
+    fn needs_ecn(&self) -> bool {
+        false
+    }
 
     /// Whether this algorithm replaces the stock cwnd logic with `cong_control` (as BBR does).
     fn has_cong_control(&self) -> bool {

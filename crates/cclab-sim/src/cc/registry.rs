@@ -232,6 +232,7 @@ fn family() -> Vec<(AlgorithmInfo, BuildFn)> {
         (super::bbr2::info(), super::bbr2::build),
         (super::bbr3::info(), super::bbr3::build),
         (super::cubic_xnu::info(), super::cubic_xnu::build),
+        (super::dctcp::info(), super::dctcp::build),
     ]
 }
 
@@ -437,6 +438,15 @@ mod tests {
         assert_eq!(json[2]["preset_params"]["beta"], 0.8);
         assert_eq!(json[1]["params"][0]["name"], "beta");
         assert_eq!(json[1]["params"][3]["default"], true);
+    }
+
+    #[test]
+    fn only_dctcp_needs_ecn() {
+        // TCP_CONG_NEEDS_ECN: set in Linux 6.18 by tcp_dctcp.c alone among these.
+        for a in algorithms() {
+            let cc = build(a.name, &Params::new()).unwrap();
+            assert_eq!(cc.needs_ecn(), a.name == "dctcp", "{}", a.name);
+        }
     }
 
     #[test]

@@ -23,7 +23,8 @@
 //! We diverge: the handshake is not simulated, so negotiation (`TCP_ECN_OK`) is taken as done
 //! when the flow asks for ECN; AccECN (merged in 6.18, off by default: `tcp_ecn = 1` negotiates
 //! RFC 3168) is not modelled; receiver-side `CA_EVENT_ECN_*` events reach no algorithm (a Linux
-//! receiver running reno/cubic ignores them too; DCTCP, their upstream user, is not in cclab);
+//! receiver running reno/cubic ignores them too; cclab's `dctcp` sender gets the same effect from
+//! the precise echo of `EcnMode::Low`, docs/dctcp.md);
 //! pure ACKs are always Not-ECT (google/bbr v3 sets ECT on them with ECT_PERMANENT, which only
 //! matters to a marking reverse link).
 

@@ -1,7 +1,8 @@
 //! Loss detection and recovery, as Linux 6.18 `net/ipv4/tcp_input.c` (`tcp_sacktag_*`,
 //! `tcp_fastretrans_alert`, `tcp_enter_recovery`, `tcp_cwnd_reduction` (PRR, RFC 6937),
 //! undo: `tcp_try_undo_*`, `tcp_enter_loss`, `tcp_process_loss` (F-RTO, RFC 5682)) and
-//! `net/ipv4/tcp_recovery.c` (RACK, RFC 8985, loss detection only: TLP is planned).
+//! `net/ipv4/tcp_recovery.c` (RACK, RFC 8985, loss detection). Tail loss probes (RFC 8985
+//! section 7, `tcp_schedule_loss_probe` and `tcp_send_loss_probe`) are in `tlp.rs`.
 //!
 //! With SACK, losses are detected by RACK (Linux's default, `tcp_recovery = 1`): a segment is
 //! lost when one sent after it was delivered more than `rack.rtt + reo_wnd` after it was sent;

@@ -76,7 +76,6 @@ pub enum XmitTimer {
 pub enum SenderEvent {
     Rto,
     FastRetransmit,
-    Loss,
     SpuriousRto,
     FrtoUndo,
     EifelUndo,
@@ -93,7 +92,6 @@ impl SenderEvent {
         match self {
             SenderEvent::Rto => "rto",
             SenderEvent::FastRetransmit => "fast_retransmit",
-            SenderEvent::Loss => "loss",
             SenderEvent::SpuriousRto => "spurious_rto",
             SenderEvent::FrtoUndo => "frto_undo",
             SenderEvent::EifelUndo => "eifel_undo",
@@ -260,11 +258,6 @@ impl Sender {
             events: Vec::new(),
             cfg,
         }
-    }
-
-    /// Whether every byte the application wrote is acknowledged.
-    pub fn is_done(&self) -> bool {
-        self.cfg.size_bytes != u64::MAX && self.tp.snd_una >= self.cfg.size_bytes
     }
 
     /// Deadline of the earliest pending timer (xmit timer or pacing timer), ns.

@@ -239,11 +239,6 @@ impl TcpSock {
         }
     }
 
-    /// Smoothed RTT in microseconds (unscaled), or 0 before the first sample.
-    pub fn srtt_unscaled_us(&self) -> u32 {
-        self.srtt_us >> 3
-    }
-
     /// `tcp_snd_cwnd_set`: set cwnd (never 0), respecting nothing else: callers clamp.
     pub fn set_cwnd(&mut self, cwnd: u32) {
         debug_assert!(cwnd > 0, "cwnd must stay positive");

@@ -1,0 +1,133 @@
+"""The scenario's network on the kernel: the core's lowering (``Scenario.lowered()``, the very
+network the simulator builds) turned into namespaces, TUN interfaces, addresses, routes and the
+``cclab-link`` spec.
+
+- Each host is a network namespace; each of its links is an interface there: a TUN device
+  ``cl<k>`` (k counts the host's links in declaration order) with its own address
+  ``10.77.<host>.<k+1>``. A dumbbell host has one (its access link, modelled or not).
+- Routers are not namespaces: they live inside ``cclab-link``, which moves a packet from the TUN
+  it was read on across the link directions of its flow's route and writes it into the TUN that
+  owns its destination address. So every element runs on one clock (the emulator's), a router
+  forwards in zero time as in the simulator, and no kernel forwarding path (TTL, ICMP, its own
+  queues) is added that the simulator does not have.
+- Routes: in a sender's namespace a /32 route to the receiver's interface address through the
+  sender's interface for that flow (with that interface's address as the preferred source), and
+  the same for the receiver's ACKs. Two flows between the same two interfaces must take the same
+  links (a route is per destination address): ``plan`` refuses the scenario otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["KernelPlan", "plan_network"]
+
+
+def _ns_part(name: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in name.lower())[:12].strip("-") or "h"
+
+
+@dataclass
+class Interface:
+    """One host interface: the TUN device ``dev`` in the host's namespace."""
+
+    host: str
+    link: str
+    dev: str
+    addr: str
+    port: str
+    #: Destination addresses routed out of this interface.
+    routes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class KernelPlan:
+    """Everything the kernel backend creates for one scenario."""
+
+    #: host name -> namespace name part (``cclab-<run>-<part>``)
+    hosts: dict[str, str]
+    #: (host, scenario link) -> interface
+    interfaces: dict[tuple[str, str], Interface]
+    #: per flow: sender interface, receiver interface (the data's), receiver's ACK interface
+    flows: list[tuple[Interface, Interface, Interface]]
+    #: cclab-link's links (simulated directions, named as in the simulator) and routes
+    links: list[dict[str, Any]]
+    routes: list[dict[str, Any]]
+    problems: list[str]
+
+    def emulator_spec(self, seed: int, ns: dict[str, str], stats_path: Path, interval_ms: float) -> dict[str, Any]:
+        """cclab-link's spec, with ``ns`` mapping host names to namespace names."""
+        ports = [{"name": i.port, "netns": ns[i.host], "dev": i.dev, "addrs": [i.addr]}
+                 for i in self.interfaces.values()]
+        return {"seed": seed, "ports": ports, "links": self.links, "routes": self.routes,
+                "stats_path": str(stats_path), "links_path": str(stats_path.with_name("links.csv")),
+                "links_interval_ms": interval_ms}
+
+
+def plan_network(lowered: dict[str, Any]) -> KernelPlan:
+    """Plan the namespaces, interfaces, addresses and routes of ``lowered`` (the core's lowering,
+    ``Scenario.lowered()``)."""
+    problems: list[str] = []
+    hosts_used: list[str] = []
+    for f in lowered["flows"]:
+        for h in (f["sender"], f["receiver"]):
+            if h not in hosts_used:
+                hosts_used.append(h)
+    host_ix = {h: i for i, h in enumerate(hosts_used)}
+    parts: dict[str, str] = {}
+    for h in hosts_used:
+        part, n = _ns_part(h), 1
+        while part in parts.values():
+            n += 1
+            part = f"{_ns_part(h)[:10]}-{n}"
+        parts[h] = part
+    interfaces: dict[tuple[str, str], Interface] = {}
+    for h in hosts_used:
+        mine = [p["name"] for p in lowered["pairs"] if h in p["endpoints"]]
+        if len(mine) > 250:
+            problems.append(f"host {h!r} has {len(mine)} links: at most 250 interfaces per host on the kernel")
+        for k, link in enumerate(mine[:250]):
+            interfaces[(h, link)] = Interface(host=h, link=link, dev=f"cl{k}", addr=f"10.77.{host_ix[h]}.{k + 1}",
+                                              port=f"h{host_ix[h]}i{k}")
+    if len(hosts_used) > 250:
+        problems.append(f"{len(hosts_used)} hosts: at most 250 on the kernel backend")
+    names = [link["name"] for link in lowered["links"]]
+    links = [{"name": link["name"], **{k: v for k, v in link["spec"].items() if v is not None}}
+             for link in lowered["links"]]
+    routes: dict[tuple[str, str], list[str]] = {}
+    route_owner: dict[tuple[str, str], str] = {}
+    flows = []
+    for f in lowered["flows"]:
+        s_if = interfaces.get((f["sender"], f["sender_link"]))
+        r_if = interfaces.get((f["receiver"], f["receiver_link"]))
+        a_if = interfaces.get((f["receiver"], f["ack_link"]))
+        if s_if is None or r_if is None or a_if is None:
+            continue
+        for frm, to, via, hops in ((s_if, r_if, s_if, f["fwd"]), (a_if, s_if, a_if, f["rev"])):
+            key = (frm.port, to.port)
+            want = [names[i] for i in hops]
+            if key in routes and routes[key] != want:
+                problems.append(
+                    f"flows {route_owner[key]!r} and {f['flow']!r} go from {frm.host}'s interface on {frm.link!r} to "
+                    f"{to.host}'s on {to.link!r} by different links ({' -> '.join(routes[key])} vs "
+                    f"{' -> '.join(want)}): on the kernel a route is per destination address; give them different "
+                    "interfaces (hosts) or the same path")
+                continue
+            routes[key] = want
+            route_owner[key] = f["flow"]
+            if to.addr not in via.routes:
+                via.routes.append(to.addr)
+        flows.append((s_if, r_if, a_if))
+    # A host that reaches one address through two interfaces cannot be routed per destination.
+    for h in hosts_used:
+        seen: dict[str, str] = {}
+        for i in (i for i in interfaces.values() if i.host == h):
+            for dst in i.routes:
+                if dst in seen and seen[dst] != i.dev:
+                    problems.append(f"host {h!r} sends to {dst} through two interfaces ({seen[dst]}, {i.dev}): on the "
+                                    "kernel a route is per destination address")
+                seen[dst] = i.dev
+    return KernelPlan(hosts=parts, interfaces=interfaces, flows=flows, links=links,
+                      routes=[{"from": a, "to": b, "links": ls} for (a, b), ls in routes.items()], problems=problems)

@@ -1,0 +1,157 @@
+"""Networks beyond the dumbbell: the general form (nodes, links, routes, paths), its checks, the
+one lowering both backends build from, and what flows get on it."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cclab.scenario import ScenarioError, load_scenario
+
+from .conftest import needs_core
+
+pytestmark = needs_core
+
+
+def two_paths(rate1: str = "10Mbps", rate2: str = "30Mbps") -> dict[str, Any]:
+    """One sender and one receiver joined by two disjoint paths, through p1 and through p2."""
+    return {
+        "name": "two-paths",
+        "duration_s": 20,
+        "nodes": [{"name": "s"}, {"name": "d"}, {"name": "p1", "kind": "router"}, {"name": "p2", "kind": "router"}],
+        "links": [
+            {"endpoints": ["s", "p1"], "rate_bps": rate1, "delay_ms": 10, "queue_pkts": 100},
+            {"endpoints": ["p1", "d"], "delay_ms": 10},
+            {"endpoints": ["s", "p2"], "rate_bps": rate2, "delay_ms": 5, "queue_pkts": 200},
+            {"endpoints": ["p2", "d"], "delay_ms": 5},
+        ],
+        "flows": [
+            {"name": "via-p1", "sender": "s", "receiver": "d", "cc": "cubic", "path": ["s", "p1", "d"]},
+            {"name": "via-p2", "sender": "s", "receiver": "d", "cc": "cubic", "path": ["s", "p2", "d"]},
+        ],
+    }
+
+
+def problems(data: dict[str, Any]) -> dict[str, str]:
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(data)
+    return dict(e.value.problems)
+
+
+def test_two_disjoint_paths_each_carry_their_own_capacity():
+    from cclab import simulate
+
+    r = simulate(two_paths())
+    got = {f["flow"]: f["goodput_bps"] / 1e6 for f in r.summary["flows"]}
+    assert got["via-p1"] == pytest.approx(10 * 0.97, rel=0.05), got
+    assert got["via-p2"] == pytest.approx(30 * 0.97, rel=0.05), got
+    paths = r.summary["paths"]
+    assert paths["via-p1"]["fwd"] == ["s-p1.fwd", "p1-d.fwd"]
+    assert paths["via-p2"]["rev"] == ["p2-d.rev", "s-p2.rev"]
+    assert paths["via-p2"]["fwd_nodes"] == ["s", "p2", "d"]
+    # Each path's queue holds only its own flow's packets: p1's link never sees p2's flow.
+    tx = {lk["link"]: lk["tx_bytes"] for lk in r.summary["links"]}
+    assert tx["s-p1.fwd"] < 0.4 * tx["s-p2.fwd"]
+
+
+def test_unpinned_flows_follow_the_shortest_path_and_static_routes():
+    d = two_paths()
+    for f in d["flows"]:
+        f.pop("path")
+    net = load_scenario(d).lowered()
+    names = [link["name"] for link in net["links"]]
+    # Both paths have two hops: the tie goes to the link declared first (through p1).
+    assert [names[i] for i in net["flows"][0]["fwd"]] == ["s-p1.fwd", "p1-d.fwd"]
+    d["nodes"][0]["routes"] = {"d": "p2"}  # s sends d's packets through p2
+    net = load_scenario(d).lowered()
+    assert [names[i] for i in net["flows"][0]["fwd"]] == ["s-p2.fwd", "p2-d.fwd"]
+    # The ACKs follow d's routing table: the shortest way back, through p1.
+    assert [names[i] for i in net["flows"][0]["rev"]] == ["p1-d.rev", "s-p1.rev"]
+    assert net["flows"][0]["ack_link"] == "p1-d"
+
+
+@pytest.mark.parametrize(
+    "mutate, field, words",
+    [
+        (lambda d: d["links"][1].update(endpoints=["p1", "nowhere"]), "links[1].endpoints[1]", "not a node"),
+        (lambda d: d["nodes"].append({"name": "lonely", "kind": "router"}), "nodes[4]", "dangling"),
+        (lambda d: d["flows"][0].update(path=["s", "p1", "p2", "d"]), "flows[0].path[2]", "no link joins"),
+        (lambda d: d["flows"][0].update(path=["s", "p1", "s", "d"]), "flows[0].path[2]", "loop"),
+        (lambda d: d["flows"][0].update(path=["s", "p1"]), "flows[0].path[1]", "ends at \"d\""),
+        (lambda d: d["flows"][0].update(receiver="p1", path=None), "flows[0].receiver", "no receiver named"),
+        (lambda d: (d["flows"][0].pop("path"), d["nodes"][2].update(routes={"d": "s"}),
+                    d["nodes"][0].update(routes={"d": "p1"})), "flows[0]", "loop"),
+        (lambda d: (d["flows"][0].pop("path"), d["flows"][0].update(receiver="z"),
+                    d["nodes"].extend([{"name": "z"}, {"name": "q", "kind": "router"}]),
+                    d["links"].append({"endpoints": ["q", "z"], "delay_ms": 1})), "flows[0]", "unreachable"),
+        (lambda d: d.update(bottleneck={"rate_bps": "1Mbps"}), "nodes", "not both"),
+        (lambda d: d.update(senders=[{"name": "s"}]), "senders", "general form"),
+    ],
+)
+def test_bad_topologies_are_named(mutate, field, words):
+    d = copy.deepcopy(two_paths())
+    mutate(d)
+    p = problems(d)
+    assert field in p, p
+    assert words in p[field], p
+
+
+def test_validate_names_a_bad_topology_with_exit_code_2(tmp_path: Path):
+    bad = tmp_path / "loop.toml"
+    bad.write_text(
+        'duration_s = 5\n'
+        '[[nodes]]\nname = "a"\n[[nodes]]\nname = "b"\n[[nodes]]\nname = "r"\nkind = "router"\n'
+        '[[links]]\nendpoints = ["a", "r"]\ndelay_ms = 1\n'
+        '[[links]]\nendpoints = ["r", "b"]\ndelay_ms = 1\n'
+        '[[flows]]\nsender = "a"\nreceiver = "b"\npath = ["a", "r", "a", "b"]\n')
+    out = subprocess.run([sys.executable, "-m", "cclab", "validate", str(bad)], capture_output=True, text=True)
+    assert out.returncode == 2, out
+    assert "flows[0].path[2]" in out.stdout + out.stderr
+    assert "loop" in out.stdout + out.stderr
+
+
+def test_the_dumbbell_lowers_to_the_general_form():
+    d = {"duration_s": 5, "bottleneck": {"rate_bps": "20Mbps", "delay_ms": 10},
+         "senders": [{"name": "a", "access": {"delay_ms": 3}}, {"name": "b"}],
+         "receivers": [{"name": "x"}], "flows": [{"sender": "a"}, {"sender": "b"}]}
+    net = load_scenario(d).lowered()
+    assert [n["name"] for n in net["nodes"]] == ["a", "b", "x", "bottleneck.left", "bottleneck.right"]
+    # Do-nothing access links are wires with no model: not simulated, no rows in the traces.
+    assert [link["name"] for link in net["links"]] == ["bottleneck.fwd", "bottleneck.rev", "a.access.fwd",
+                                                       "a.access.rev"]
+    assert net["flows"][0]["fwd_nodes"] == ["a", "bottleneck.left", "bottleneck.right", "x"]
+    assert [net["links"][i]["name"] for i in net["flows"][1]["fwd"]] == ["bottleneck.fwd"]
+    assert net["links"][3]["field"] == "senders[0].access.reverse"
+
+
+def test_shipped_scenarios_give_the_reference_traces():
+    """data/trace_hashes.json holds hashes of every output table (bench/trace_hashes.py): taken
+    before the general form existed, the dumbbells' flows and links tables are unchanged through
+    the lowering, the qdisc-capable links and DCTCP (rewritten once, for the renames drop /
+    ack_drop and dropped_random_pkts / dropped_queue_full_pkts / dropped_aqm_pkts, after checking
+    that undoing the renames gives the old hashes). Any change to TCP or the links that moves a
+    trace shows here; the file is then rewritten on purpose."""
+    here = Path(__file__).parent
+    out = subprocess.run([sys.executable, str(here.parent.parent / "bench" / "trace_hashes.py"), "--check",
+                          str(here / "data" / "trace_hashes.json")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "scenarios bit-identical" in out.stdout and "DIFFERENT" not in out.stdout
+
+
+def test_parking_lot_with_drop_tail_reno_penalises_the_long_flow():
+    """Drop-tail queues and Reno: the long flow, which loses packets at three bottlenecks,
+    gets well under its max-min share (5 Mbit/s); each cross flow takes the rest of its link."""
+    from cclab import simulate
+
+    r = simulate("parking-lot", duration_s=30)
+    g = {f["flow"]: f["goodput_bps"] / 1e6 for f in r.summary["flows"]}
+    assert g["long"] < 0.7 * 5, g
+    for name, cap in (("cross1", 10), ("cross2", 20), ("cross3", 30)):
+        assert g[name] + g["long"] == pytest.approx(cap * 0.96, rel=0.05), g
+    assert json.dumps(r.summary["paths"]["long"]["fwd"]).count("b") >= 3
