@@ -27,6 +27,7 @@ __all__ = [
     "Host",
     "Node",
     "NetLink",
+    "Medium",
     "SimSettings",
     "ScenarioError",
     "load_scenario",
@@ -237,6 +238,24 @@ class Node(_Model):
     routes: dict[str, str] = Field(default_factory=dict)
 
 
+class Medium(_Model):
+    """A multi-port medium of the general form: a shared channel joining ``nodes`` (each node's
+    port is its interface on it): one transmitter at ``rate_bps`` shared round-robin by the
+    ports that have packets, ``overhead_us`` of airtime per transmission besides its bits,
+    ``delay_ms`` to any other port, a drop-tail queue of ``queue_pkts`` at each port, and
+    frames lost on the air with ``loss``/``loss_model`` (crates/cclab-net/src/shared.rs)."""
+
+    name: str = Field(min_length=1)
+    nodes: list[str] = Field(min_length=2)
+    kind: Literal["shared"] = "shared"
+    rate_bps: float = Field(gt=0)
+    delay_ms: float = Field(default=0.0, ge=0)
+    queue_pkts: int | None = Field(default=None, ge=1)
+    overhead_us: float = Field(default=0.0, ge=0)
+    loss: Prob | None = None
+    loss_model: LossModel | None = None
+
+
 class NetLink(Duplex):
     """A point-to-point link of the general form: the fields of [bottleneck] for the direction
     endpoints[0] -> endpoints[1], and ``reverse`` for the way back."""
@@ -338,6 +357,7 @@ class Scenario(_Model):
     #: The general form: hosts and routers joined by point-to-point links.
     nodes: list[Node] = Field(default_factory=list)
     links: list[NetLink] = Field(default_factory=list)
+    media: list[Medium] = Field(default_factory=list)
     flows: list[Flow] = Field(min_length=1)
     #: Directory that relative paths (capacity traces) are read from.
     base_dir: str = Field(default=".", exclude=True)
@@ -349,7 +369,7 @@ class Scenario(_Model):
 
     @model_validator(mode="after")
     def _references(self) -> "Scenario":
-        general = bool(self.nodes or self.links)
+        general = bool(self.nodes or self.links or self.media)
         if self.bottleneck is not None and general:
             raise ValueError("nodes: give either the dumbbell (bottleneck, senders, receivers) or the general form "
                              "(nodes, links), not both")
@@ -505,6 +525,7 @@ class Scenario(_Model):
                 {"name": link.name, "endpoints": list(link.endpoints), **self._duplex_json(link, f"links[{k}]")}
                 for k, link in enumerate(self.links)
             ]
+            out["media"] = [self._medium_json(m) for m in self.media]
         flows = []
         for f in self.flows:
             d = f.model_dump()
@@ -514,6 +535,18 @@ class Scenario(_Model):
             flows.append(d)
         out["flows"] = flows
         return out
+
+    @staticmethod
+    def _medium_json(m: "Medium") -> dict[str, Any]:
+        if m.loss_model is not None:
+            loss_model = m.loss_model.model_dump()
+        elif m.loss:
+            loss_model = {"kind": "bernoulli", "p": m.loss}
+        else:
+            loss_model = {"kind": "none"}
+        return {"name": m.name, "nodes": list(m.nodes), "kind": m.kind,
+                "spec": {"rate_bps": int(round(m.rate_bps)), "delay_ms": float(m.delay_ms), "queue_pkts": m.queue_pkts,
+                         "overhead_us": float(m.overhead_us), "loss_model": loss_model}}
 
     def lowered(self) -> dict[str, Any]:
         """The network this scenario builds, as both backends build it (the core's lowering):
@@ -573,7 +606,7 @@ def _problems(err: ValidationError, model: type[BaseModel]) -> list[tuple[str, s
             msg = f"{e['input']!r} is not accepted: {msg}"
         # Messages that already carry their own path (cross-field checks).
         m = re.match(r"^([\w\[\].]+): (.*)$", msg, re.S)
-        if m and ("[" in m.group(1) or m.group(1) in ("bottleneck", "flows", "senders", "receivers", "nodes", "links")):
+        if m and ("[" in m.group(1) or m.group(1) in ("bottleneck", "flows", "senders", "receivers", "nodes", "links", "media")):
             path, msg = m.group(1), m.group(2)
         problems.append((path, msg))
     return problems

@@ -68,3 +68,23 @@ def test_the_kernel_refuses_two_paths_it_cannot_route():
     d["flows"][1]["path"] = ["s", "p1", "p2", "d"]
     problems = parity(load_scenario(d))
     assert any("a route is per destination address" in p for p in problems), problems
+
+
+@root_only
+def test_a_shared_channel_runs_in_cclab_link():
+    """Two stations upload through an AP on one shared channel that cclab-link runs (the same
+    SharedChannel model, on its clock): total goodput within 10 % of the simulator's, both
+    stations served, the AP's lane in the stats."""
+    from .test_topology import wlan_cell
+
+    d = wlan_cell(2)
+    d["duration_s"] = 20
+    k = run_kernel(d)
+    s = cclab.simulate(d)
+    gk = [f["goodput_bps"] for f in k.summary["flows"]]
+    gs = [f["goodput_bps"] for f in s.summary["flows"]]
+    assert sum(gk) == pytest.approx(sum(gs), rel=0.10), (gk, gs)
+    assert min(gk) > 0.4 * sum(gk)
+    lanes = {lk["name"]: lk for lk in k.summary["links"]["links"]}
+    assert {"cell.sta0", "cell.sta1", "cell.ap", "ap-srv.fwd"} <= set(lanes)
+    assert lanes["cell.sta0"]["delivered_pkts"] > 1000

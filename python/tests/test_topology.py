@@ -67,12 +67,12 @@ def test_unpinned_flows_follow_the_shortest_path_and_static_routes():
     net = load_scenario(d).lowered()
     names = [link["name"] for link in net["links"]]
     # Both paths have two hops: the tie goes to the link declared first (through p1).
-    assert [names[i] for i in net["flows"][0]["fwd"]] == ["s-p1.fwd", "p1-d.fwd"]
+    assert [names[h["element"]] for h in net["flows"][0]["fwd"]] == ["s-p1.fwd", "p1-d.fwd"]
     d["nodes"][0]["routes"] = {"d": "p2"}  # s sends d's packets through p2
     net = load_scenario(d).lowered()
-    assert [names[i] for i in net["flows"][0]["fwd"]] == ["s-p2.fwd", "p2-d.fwd"]
+    assert [names[h["element"]] for h in net["flows"][0]["fwd"]] == ["s-p2.fwd", "p2-d.fwd"]
     # The ACKs follow d's routing table: the shortest way back, through p1.
-    assert [names[i] for i in net["flows"][0]["rev"]] == ["p1-d.rev", "s-p1.rev"]
+    assert [names[h["element"]] for h in net["flows"][0]["rev"]] == ["p1-d.rev", "s-p1.rev"]
     assert net["flows"][0]["ack_link"] == "p1-d"
 
 
@@ -81,7 +81,7 @@ def test_unpinned_flows_follow_the_shortest_path_and_static_routes():
     [
         (lambda d: d["links"][1].update(endpoints=["p1", "nowhere"]), "links[1].endpoints[1]", "not a node"),
         (lambda d: d["nodes"].append({"name": "lonely", "kind": "router"}), "nodes[4]", "dangling"),
-        (lambda d: d["flows"][0].update(path=["s", "p1", "p2", "d"]), "flows[0].path[2]", "no link joins"),
+        (lambda d: d["flows"][0].update(path=["s", "p1", "p2", "d"]), "flows[0].path[2]", "medium joins"),
         (lambda d: d["flows"][0].update(path=["s", "p1", "s", "d"]), "flows[0].path[2]", "loop"),
         (lambda d: d["flows"][0].update(path=["s", "p1"]), "flows[0].path[1]", "ends at \"d\""),
         (lambda d: d["flows"][0].update(receiver="p1", path=None), "flows[0].receiver", "no receiver named"),
@@ -126,7 +126,7 @@ def test_the_dumbbell_lowers_to_the_general_form():
     assert [link["name"] for link in net["links"]] == ["bottleneck.fwd", "bottleneck.rev", "a.access.fwd",
                                                        "a.access.rev"]
     assert net["flows"][0]["fwd_nodes"] == ["a", "bottleneck.left", "bottleneck.right", "x"]
-    assert [net["links"][i]["name"] for i in net["flows"][1]["fwd"]] == ["bottleneck.fwd"]
+    assert [net["links"][h["element"]]["name"] for h in net["flows"][1]["fwd"]] == ["bottleneck.fwd"]
     assert net["links"][3]["field"] == "senders[0].access.reverse"
 
 
@@ -155,3 +155,61 @@ def test_parking_lot_with_drop_tail_reno_penalises_the_long_flow():
     for name, cap in (("cross1", 10), ("cross2", 20), ("cross3", 30)):
         assert g[name] + g["long"] == pytest.approx(cap * 0.96, rel=0.05), g
     assert json.dumps(r.summary["paths"]["long"]["fwd"]).count("b") >= 3
+
+
+def wlan_cell(n: int, overhead_us: float = 100) -> dict[str, Any]:
+    """n stations and an access point on one shared channel, the AP wired to a server."""
+    return {
+        "name": f"cell-{n}", "duration_s": 30,
+        "nodes": [{"name": f"sta{i}"} for i in range(n)] + [{"name": "ap", "kind": "router"}, {"name": "srv"}],
+        "media": [{"name": "cell", "nodes": [f"sta{i}" for i in range(n)] + ["ap"], "rate_bps": "20Mbps",
+                   "delay_ms": 0.01, "queue_pkts": 100, "overhead_us": overhead_us}],
+        "links": [{"endpoints": ["ap", "srv"], "rate_bps": "1Gbps", "delay_ms": 20, "queue_pkts": 1000}],
+        "flows": [{"sender": f"sta{i}", "receiver": "srv", "cc": "cubic"} for i in range(n)],
+    }
+
+
+def test_a_shared_channel_is_a_multi_port_medium_on_the_path():
+    """Uploads from stations through an AP on one shared channel: the channel's airtime is the
+    bottleneck (20 Mbit/s plus 100 us per frame: 1500-byte data frames and the ACKs), each
+    port is a lane of the links table, and paths name the crossings."""
+    from cclab import simulate
+
+    r = simulate(wlan_cell(2))
+    g = [f["goodput_bps"] / 1e6 for f in r.summary["flows"]]
+    # Per data frame of 1500 B: 0.6 ms of bits + 0.1 ms; per delayed ACK (every second frame):
+    # 0.026 ms + 0.1 ms. Payload 1448 B per 0.763 ms of air: 15.2 Mbit/s.
+    assert sum(g) == pytest.approx(15.2, rel=0.03), g
+    assert min(g) > 0.45 * sum(g)
+    lanes = list(r.links["link"].cat.categories)
+    assert lanes == ["ap-srv.fwd", "ap-srv.rev", "cell.sta0", "cell.sta1", "cell.ap"]
+    assert r.summary["paths"]["flow0"]["fwd"] == ["cell:sta0>ap", "ap-srv.fwd"]
+    assert r.summary["paths"]["flow1"]["rev"] == ["ap-srv.rev", "cell:ap>sta1"]
+    by = {lk["link"]: lk for lk in r.summary["links"]}
+    assert by["cell.ap"]["tx_bytes"] > 0 and by["cell.sta0"]["tx_bytes"] > 10 * by["cell.ap"]["tx_bytes"]
+
+
+def test_an_access_point_with_no_more_turns_than_a_station_drops_acks():
+    """S1's mechanism in its simplest form: the AP has one turn per round like any station and
+    must carry every station's ACKs, so with more stations its queue overflows with ACKs."""
+    from cclab import simulate
+
+    drops = {}
+    for n in (1, 8):
+        r = simulate(wlan_cell(n))
+        drops[n] = next(lk for lk in r.summary["links"] if lk["link"] == "cell.ap")["dropped_queue_full_pkts"]
+        acks = r.events[r.events["kind"] == "ack_drop"]
+        assert len(acks) == drops[n]
+    assert drops[1] == 0 and drops[8] > 1000, drops
+
+
+def test_media_errors_are_named():
+    d = wlan_cell(2)
+    d["media"][0]["nodes"].append("nowhere")
+    assert "media[0].nodes[3]" in problems(d)
+    d = wlan_cell(2)
+    d["media"][0]["rate_bps"] = 0
+    assert "media[0].rate_bps" in problems(d)
+    d = wlan_cell(2)
+    d["links"].append({"endpoints": ["sta0", "ap"], "delay_ms": 1})
+    assert "already joined" in problems(d)["media[0].nodes"]

@@ -6,8 +6,8 @@
 
 use crate::clock::Clock;
 use crate::router::{Out, Router};
-use crate::spec::Spec;
 use crate::series::LinkSeries;
+use crate::spec::Spec;
 use crate::stats::stats_json;
 use crate::tun::{open_tun, TunError};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
@@ -163,7 +163,10 @@ pub fn run(spec: &Spec, opts: &Options) -> Result<(), EmuError> {
         if let Some(s) = series.as_mut() {
             s.sample(now, &mut router)?;
         }
-        let next = match (router.next_event_ns(), series.as_ref().map(LinkSeries::next_ns)) {
+        let next = match (
+            router.next_event_ns(),
+            series.as_ref().map(LinkSeries::next_ns),
+        ) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
@@ -207,7 +210,12 @@ pub fn run(spec: &Spec, opts: &Options) -> Result<(), EmuError> {
                             while let Some(end) = cmd.iter().position(|&c| c == b'\n') {
                                 let line: Vec<u8> = cmd.drain(..=end).collect();
                                 if line.trim_ascii() == b"start" {
-                                    let reply = restart_clock(&mut clock, &mut router, spec, series.as_mut());
+                                    let reply = restart_clock(
+                                        &mut clock,
+                                        &mut router,
+                                        spec,
+                                        series.as_mut(),
+                                    );
                                     armed = None;
                                     let mut out = io::stdout().lock();
                                     let _ = writeln!(out, "{reply}");
@@ -277,18 +285,18 @@ pub fn run(spec: &Spec, opts: &Options) -> Result<(), EmuError> {
 }
 
 /// The `start` command: time zero becomes now, so outages, delay spikes, capacity traces and
-/// the links series count from the moment the caller starts its traffic. The links are built
-/// afresh (the model keeps times, such as when its transmitter is next free, that must not
-/// outlive the old clock) and the counters restart: the stats describe the run from `start`.
-/// Refused while a packet is inside a link.
+/// the links series count from the moment the caller starts its traffic. The links and media
+/// are built afresh (the model keeps times, such as when its transmitter is next free, that
+/// must not outlive the old clock) and the counters restart: the stats describe the run from
+/// `start`. Refused while a packet is inside a link or medium.
 fn restart_clock(
     clock: &mut Clock,
     router: &mut Router,
     spec: &Spec,
     series: Option<&mut LinkSeries>,
 ) -> &'static str {
-    if router.links.iter().any(|l| !l.is_empty()) {
-        return "error: packets are inside the links; send start before any traffic";
+    if !router.is_empty() {
+        return "error: packets are inside the links or media; send start before any traffic";
     }
     *router = Router::new(spec);
     *clock = Clock::start();

@@ -1,12 +1,13 @@
 //! The emulator's core, without I/O: packets come in from a port at `now`, are routed by
-//! their IPv4 destination through the route's chain of cclab-net links, and come out at a port
-//! when the model says. Time is passed in (ns since start); the driver (`emu.rs`) reads the
-//! clock, the TUNs and the timer. Unit-tested without root.
+//! their IPv4 destination through the route's chain of hops (a cclab-net link, or a crossing
+//! of a multi-port medium from one of its ports to another), and come out at a port when the
+//! model says. Time is passed in (ns since start); the driver (`emu.rs`) reads the clock, the
+//! TUNs and the timer. Unit-tested without root.
 
-use crate::spec::Spec;
+use crate::spec::{MediumKind, Spec};
 use crate::stats::{Histogram, LinkCounters, PortCounters};
-use cclab_net::link::{DropReason, Link};
-use cclab_net::{rng, NetPacket};
+use cclab_net::link::{DropReason, Link, LinkStats};
+use cclab_net::{rng, Medium, NetPacket, SharedChannel};
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
@@ -17,7 +18,7 @@ pub struct Pkt {
     pub data: Vec<u8>,
     /// Index of its route.
     route: u32,
-    /// Index, in the route, of the link it is in.
+    /// Index, in the route, of the hop (link or medium crossing) it is in.
     hop: u32,
     /// When it was read, ns since start.
     pub in_ns: u64,
@@ -81,9 +82,9 @@ pub struct Out {
 /// What happened to a packet offered at ingress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ingress {
-    /// In the first link of its route.
+    /// In the first link (or medium) of its route.
     Queued,
-    /// Dropped by the link's loss model or its full queue.
+    /// Dropped by the first element: its loss model, its full queue or its AQM.
     Dropped(DropReason),
     /// Not IPv4 (or too short to be).
     NotIpv4,
@@ -99,14 +100,44 @@ pub fn ipv4_dst(data: &[u8]) -> Option<Ipv4Addr> {
     Some(Ipv4Addr::new(data[16], data[17], data[18], data[19]))
 }
 
-/// Links, routes and counters.
+/// A hop of a route as the router uses it.
+#[derive(Debug, Clone, Copy)]
+struct HopIx {
+    element: u32,
+    from: u32,
+    to: u32,
+    /// The element's lane the packet queues in: the one of port `from` (a link's only lane).
+    lane: u32,
+    /// The same lane among all lanes (its counters, its row in the stats).
+    row: u32,
+}
+
+#[derive(Debug)]
+struct RouteIx {
+    from: usize,
+    to: usize,
+    hops: Vec<HopIx>,
+}
+
+/// "No event" in [`Router`]'s table of next events.
+const NEVER: u64 = u64::MAX;
+
+/// Elements (links and media), routes and counters.
 pub struct Router {
-    pub links: Vec<Link<Pkt>>,
-    pub link_names: Vec<String>,
-    pub link_counters: Vec<LinkCounters>,
+    /// Every element behind the same trait: the spec's links in order, then its media.
+    pub elements: Vec<Box<dyn Medium<Pkt>>>,
+    /// Per element: its `next_event_ns` (`NEVER`: none), taken again after every call on it,
+    /// so that finding the next event is a scan of a few integers.
+    next: Vec<u64>,
+    /// Every lane: one per link (lane `i` is link `i`), then each medium's lanes in order.
+    pub lane_names: Vec<String>,
+    /// Per lane, counted here: packets in at the lane's port, out (delivered) from it, in it.
+    pub lane_counters: Vec<LinkCounters>,
+    /// Per lane: (element, lane within the element).
+    lane_of: Vec<(u32, u32)>,
     pub port_names: Vec<String>,
     pub port_counters: Vec<PortCounters>,
-    routes: Vec<(usize, usize, Vec<usize>)>,
+    routes: Vec<RouteIx>,
     /// routes index of (from, to), at from * nports + to.
     route_of: Vec<Option<u32>>,
     addr_port: HashMap<Ipv4Addr, usize>,
@@ -116,8 +147,8 @@ pub struct Router {
 }
 
 impl Router {
-    /// The links of `spec`, each with its random stream from (seed, link name), as in the
-    /// simulator (crates/cclab-sim/src/world.rs).
+    /// The elements of `spec`, each with its random stream from (seed, link or medium name),
+    /// as in the simulator (crates/cclab-sim/src/world.rs).
     pub fn new(spec: &Spec) -> Router {
         let n = spec.ports.len();
         let mut route_of = vec![None; n * n];
@@ -130,21 +161,66 @@ impl Router {
                 addr_port.insert(*a, i);
             }
         }
+        let mut elements: Vec<Box<dyn Medium<Pkt>>> = Vec::new();
+        let mut lane_names = Vec::new();
+        for l in &spec.links {
+            elements.push(Box::new(Link::new(
+                l.config.clone(),
+                rng::stream(spec.seed, &l.name),
+            )));
+            lane_names.push(l.name.clone());
+        }
+        for m in &spec.media {
+            let rng = rng::stream(spec.seed, &m.name);
+            elements.push(match &m.kind {
+                MediumKind::Shared(s) => {
+                    Box::new(SharedChannel::new(s.clone(), m.lanes.len(), rng))
+                }
+            });
+            lane_names.extend(m.lanes.iter().cloned());
+        }
+        let mut first_lane = Vec::with_capacity(elements.len());
+        let mut lane_of = Vec::new();
+        for (e, el) in elements.iter().enumerate() {
+            first_lane.push(lane_of.len() as u32);
+            lane_of.extend((0..el.lanes() as u32).map(|k| (e as u32, k)));
+        }
+        assert_eq!(lane_of.len(), lane_names.len(), "one name per lane");
+        let routes = spec
+            .routes
+            .iter()
+            .map(|r| RouteIx {
+                from: r.from,
+                to: r.to,
+                hops: r
+                    .hops
+                    .iter()
+                    .map(|h| {
+                        let lanes = elements[h.element].lanes();
+                        let lane = if h.from < lanes { h.from } else { 0 } as u32;
+                        HopIx {
+                            element: h.element as u32,
+                            from: h.from as u32,
+                            to: h.to as u32,
+                            lane,
+                            row: first_lane[h.element] + lane,
+                        }
+                    })
+                    .collect(),
+            })
+            .collect();
         Router {
-            links: spec
-                .links
+            next: elements
                 .iter()
-                .map(|l| Link::new(l.config.clone(), rng::stream(spec.seed, &l.name)))
+                .map(|e| e.next_event_ns().unwrap_or(NEVER))
                 .collect(),
-            link_names: spec.links.iter().map(|l| l.name.clone()).collect(),
-            link_counters: vec![LinkCounters::default(); spec.links.len()],
+            elements,
+            lane_counters: vec![LinkCounters::default(); lane_names.len()],
+            lane_names,
+            lane_of,
             port_names: spec.ports.iter().map(|p| p.name.clone()).collect(),
             port_counters: vec![PortCounters::default(); n],
-            routes: spec
-                .routes
-                .iter()
-                .map(|r| (r.from, r.to, r.links.clone()))
-                .collect(),
+            routes,
             route_of,
             addr_port,
             lateness_all: Histogram::default(),
@@ -194,76 +270,108 @@ impl Router {
         self.offer(now_ns, pkt)
     }
 
-    /// Offer `pkt` to the link of its current hop at `t_ns`.
+    /// The hop `pkt` is in.
+    #[inline]
+    fn hop_of(&self, pkt: &Pkt) -> HopIx {
+        self.routes[pkt.route as usize].hops[pkt.hop as usize]
+    }
+
+    /// Offer `pkt` to the element of its current hop at `t_ns`.
     fn offer(&mut self, t_ns: u64, pkt: Pkt) -> Ingress {
-        let l = self.routes[pkt.route as usize].2[pkt.hop as usize];
-        let bytes = pkt.data.len() as u64;
-        let c = &mut self.link_counters[l];
+        let h = self.hop_of(&pkt);
+        let (e, row) = (h.element as usize, h.row as usize);
+        let c = &mut self.lane_counters[row];
         c.in_pkts += 1;
-        c.in_bytes += bytes;
-        match self.links[l].enqueue(t_ns, pkt) {
+        c.in_bytes += pkt.data.len() as u64;
+        let el = &mut self.elements[e];
+        let res = match el.enqueue(t_ns, h.from as usize, h.to as usize, pkt) {
             Ok(()) => {
-                self.recycle_aqm_drops(l);
-                let q = self.links[l].queue_pkts(t_ns);
-                let qb = self.links[l].queue_bytes(t_ns);
-                let c = &mut self.link_counters[l];
+                let q = el.queue_pkts(t_ns, h.lane as usize);
+                let qb = el.queue_bytes(t_ns, h.lane as usize);
+                let c = &mut self.lane_counters[row];
+                c.in_flight_pkts += 1;
                 c.max_queue_pkts = c.max_queue_pkts.max(q);
                 c.max_queue_bytes = c.max_queue_bytes.max(qb);
                 Ingress::Queued
             }
             Err(d) => {
                 self.recycle(d.pkt.data);
-                self.recycle_aqm_drops(l);
                 Ingress::Dropped(d.reason)
             }
-        }
+        };
+        self.settle(e);
+        res
     }
 
-    /// Give back the buffers of packets link `l`'s AQM dropped from its queue (counted in its
-    /// stats already).
-    fn recycle_aqm_drops(&mut self, l: usize) {
-        while let Some((_, d)) = self.links[l].pop_dropped() {
+    /// After a call on element `e` that took a time: give back the buffers of the packets it
+    /// dropped on its own (an AQM's drop from its queue, a shared channel's loss on the air;
+    /// counted in its stats already) and note when it next needs the router.
+    #[inline(always)]
+    fn settle(&mut self, e: usize) {
+        while let Some((_, d)) = self.elements[e].pop_dropped() {
+            let row = self.hop_of(&d.pkt).row as usize;
+            let c = &mut self.lane_counters[row];
+            c.in_flight_pkts = c.in_flight_pkts.saturating_sub(1);
             self.recycle(d.pkt.data);
         }
+        self.next[e] = self.elements[e].next_event_ns().unwrap_or(NEVER);
     }
 
-    /// When the model next hands a packet out of any link, ns since start.
+    /// When the model next needs the router (a packet comes out of an element, or an element
+    /// must decide something), ns since start.
     pub fn next_event_ns(&self) -> Option<u64> {
-        self.links.iter().filter_map(|l| l.next_arrival_ns()).min()
+        let t = self.next.iter().copied().min().unwrap_or(NEVER);
+        (t != NEVER).then_some(t)
     }
 
-    /// Move every packet the model hands out by `now_ns`, in order of model time: onto the
-    /// next link of its route (offered at its model arrival time), or into `out` when it
-    /// reached its last link. Lateness (`now_ns` minus model time) is recorded per link.
+    /// Whether no element holds a packet (none has anything left to do).
+    pub fn is_empty(&self) -> bool {
+        self.next.iter().all(|&t| t == NEVER)
+    }
+
+    /// Move every packet the model hands out by `now_ns`, in order of model time across all
+    /// elements: onto the next hop of its route (offered at its model arrival time), or into
+    /// `out` when it crossed its last hop. Lateness (`now_ns` minus model time) is recorded per
+    /// lane (the lane the packet left from).
     pub fn service(&mut self, now_ns: u64, out: &mut Vec<Out>) {
         loop {
-            // The link whose head packet arrives first (few links: a scan is cheapest).
-            let mut best: Option<(u64, usize)> = None;
-            for (i, l) in self.links.iter().enumerate() {
-                if let Some(t) = l.next_arrival_ns() {
-                    if t <= now_ns && best.is_none_or(|(bt, _)| t < bt) {
-                        best = Some((t, i));
-                    }
+            // The element whose next event comes first (few elements: a scan is cheapest;
+            // the earliest index wins a tie).
+            let (mut t, mut e) = (NEVER, 0);
+            for (i, &n) in self.next.iter().enumerate() {
+                if n < t {
+                    (t, e) = (n, i);
                 }
             }
-            let Some((t, l)) = best else { return };
-            let popped = self.links[l].pop_arrived(t);
-            self.recycle_aqm_drops(l);
-            let Some(mut pkt) = popped else {
+            if t > now_ns || t == NEVER {
                 return;
+            }
+            let popped = self.elements[e].pop_delivered(t);
+            self.settle(e);
+            let Some(mut pkt) = popped else {
+                // The element decided something at `t` (a shared channel's turn, an AQM's
+                // dequeue); its next event is later, unless it made no progress.
+                if self.next[e] <= t {
+                    return;
+                }
+                continue;
             };
+            let h = self.hop_of(&pkt);
             let late = now_ns - t;
-            self.link_counters[l].lateness.record(late);
-            let (_, to, ref links) = self.routes[pkt.route as usize];
-            let from = self.routes[pkt.route as usize].0;
-            if (pkt.hop as usize) + 1 < links.len() {
+            let c = &mut self.lane_counters[h.row as usize];
+            c.delivered_pkts += 1;
+            c.delivered_bytes += pkt.data.len() as u64;
+            c.in_flight_pkts = c.in_flight_pkts.saturating_sub(1);
+            c.lateness.record(late);
+            let r = &self.routes[pkt.route as usize];
+            if (pkt.hop as usize) + 1 < r.hops.len() {
                 pkt.hop += 1;
                 self.offer(t, pkt);
             } else {
                 self.lateness_all.record(late);
                 out.push(Out {
-                    port: to,
-                    from_port: from,
+                    port: r.to,
+                    from_port: r.from,
                     pkt,
                     model_ns: t,
                 });
@@ -271,9 +379,36 @@ impl Router {
         }
     }
 
-    /// Packets still inside link `l` (queued or propagating).
+    /// Number of lanes (rows of the stats' links and of the links series).
+    pub fn lanes(&self) -> usize {
+        self.lane_names.len()
+    }
+
+    /// Packets still inside lane `l` (entered at its port, queued or propagating), counted
+    /// by the router.
     pub fn in_flight(&self, l: usize) -> u64 {
-        self.links[l].len() as u64
+        self.lane_counters[l].in_flight_pkts
+    }
+
+    /// Lane `l`'s queue at `now_ns` (packets, bytes), or at the earliest event the router has
+    /// not handled yet if that is earlier: asking an element about a time moves it there (a
+    /// shared channel takes its turns), which must not run ahead of a packet still to be
+    /// offered to it at its model time.
+    pub fn lane_queue(&mut self, now_ns: u64, l: usize) -> (u32, u64) {
+        let t = self.next.iter().fold(now_ns, |t, &n| t.min(n));
+        let (e, k) = self.lane_of[l];
+        let (e, k) = (e as usize, k as usize);
+        let q = self.elements[e].queue_pkts(t, k);
+        let qb = self.elements[e].queue_bytes(t, k);
+        self.settle(e);
+        (q, qb)
+    }
+
+    /// The element's own counters of lane `l` (for a medium: drops and tx_bytes at the lane
+    /// the packet entered by, delivered at the lane of the port it left by).
+    pub fn lane_stats(&self, l: usize) -> &LinkStats {
+        let (e, k) = self.lane_of[l];
+        self.elements[e as usize].stats(k as usize)
     }
 }
 
@@ -323,7 +458,7 @@ mod tests {
         let t: Vec<u64> = out.iter().map(|o| o.model_ns).collect();
         assert_eq!(t, [11_000_000, 12_000_000, 13_000_000]);
         assert!(out.iter().all(|o| o.port == 1 && o.from_port == 0));
-        assert_eq!(r.link_counters[0].max_queue_pkts, 3);
+        assert_eq!(r.lane_counters[0].max_queue_pkts, 3);
         assert_eq!(r.lateness_all.count(), 3);
         assert_eq!(r.lateness_all.max_ns(), 0);
     }
@@ -352,8 +487,8 @@ mod tests {
             got,
             [(1, 0, 2_000_000), (2, 1, 6_000_000), (0, 1, 7_000_000)]
         );
-        assert_eq!(r.link_counters[1].in_pkts, 2);
-        assert_eq!(r.links[1].stats().delivered_pkts, 2);
+        assert_eq!(r.lane_counters[1].in_pkts, 2);
+        assert_eq!(r.lane_stats(1).delivered_pkts, 2);
     }
 
     #[test]
@@ -449,8 +584,8 @@ mod tests {
             };
             assert_eq!(*g, want, "packet {i}");
         }
-        let c = r.link_counters[0];
-        let st = *r.links[0].stats();
+        let c = r.lane_counters[0].clone();
+        let st = *r.lane_stats(0);
         assert!(
             st.dropped_random_pkts > 10 && st.dropped_queue_full_pkts > 10,
             "{st:?}"
@@ -460,5 +595,275 @@ mod tests {
             c.in_pkts,
             out.len() as u64 + st.dropped_random_pkts + st.dropped_queue_full_pkts
         );
+    }
+
+    /// Ports a, b, c; a cell whose port 0 is a, 1 is c, 2 (the AP) leads to b; a link "wan"
+    /// behind the AP, and "wan.rev" back.
+    fn cell_spec(cell: &str, routes: &str) -> Spec {
+        Spec::parse(&format!(
+            r#"{{"seed": 3, "ports": [
+                {{"name": "a", "netns": null, "dev": "ta", "addrs": ["10.0.0.1"]}},
+                {{"name": "b", "netns": null, "dev": "tb", "addrs": ["10.0.0.2"]}},
+                {{"name": "c", "netns": null, "dev": "tc", "addrs": ["10.0.0.3"]}}],
+              "links": [{{"name": "wan", "rate_bps": 12000000, "delay_ms": 10}},
+                        {{"name": "wan.rev", "delay_ms": 10, "queue_pkts": 4}}],
+              "media": [{{"name": "cell", "kind": "shared",
+                          "lanes": ["cell.a", "cell.c", "cell.ap"], "spec": {cell}}}],
+              "routes": {routes}}}"#
+        ))
+        .unwrap()
+    }
+
+    const CELL: &str = r#"{"rate_bps": 12000000, "delay_ms": 0.5, "overhead_us": 100}"#;
+
+    fn times(out: &[Out]) -> Vec<(usize, usize, u64)> {
+        out.iter()
+            .map(|o| (o.from_port, o.port, o.model_ns))
+            .collect()
+    }
+
+    #[test]
+    fn a_route_crosses_a_cell_then_a_link_at_the_models_times() {
+        let s = cell_spec(
+            CELL,
+            r#"[{"from": "a", "to": "b", "links": [{"medium": "cell", "from": 0, "to": 2}, "wan"]},
+                {"from": "c", "to": "b", "links": [{"medium": "cell", "from": 1, "to": 2}, "wan"]}]"#,
+        );
+        // Two packets from each station at 0. Airtime 1.1 ms (1 ms of bits + 0.1 ms overhead),
+        // the stations take turns: a's first 0-1.1, c's 1.1-2.2, a's 2.2-3.3, c's 3.3-4.4, each
+        // at the AP 0.5 ms after; then the wan link (1 ms each, FIFO) and 10 ms.
+        let want = [
+            (0, 1, 12_600_000),
+            (2, 1, 13_700_000),
+            (0, 1, 14_800_000),
+            (2, 1, 15_900_000),
+        ];
+        let offer = |r: &mut Router| {
+            for port in [0, 0, 2, 2] {
+                assert_eq!(
+                    r.ingress(0, port, &ip([10, 0, 0, 2], 1500)),
+                    Ingress::Queued
+                );
+            }
+        };
+        let mut exact = Router::new(&s);
+        offer(&mut exact);
+        assert!(!exact.is_empty());
+        assert_eq!(
+            exact.next_event_ns(),
+            Some(1_100_000),
+            "the first turn ends"
+        );
+        assert_eq!(times(&drain(&mut exact)), want);
+        assert!(exact.is_empty() && exact.next_event_ns().is_none());
+        assert_eq!(exact.lateness_all.max_ns(), 0);
+        // A late driver (one call at 20 ms) gets the same packets, in the same order, at the
+        // same model times; lateness is counted per lane.
+        let mut late = Router::new(&s);
+        offer(&mut late);
+        let mut out = vec![];
+        late.service(20_000_000, &mut out);
+        assert_eq!(times(&out), want);
+        assert_eq!(late.lateness_all.max_ns(), 20_000_000 - 12_600_000);
+        let lane = |r: &Router, name: &str| r.lane_names.iter().position(|n| n == name).unwrap();
+        assert_eq!(
+            late.lane_names,
+            ["wan", "wan.rev", "cell.a", "cell.c", "cell.ap"]
+        );
+        let (la, lc, ap) = (
+            lane(&late, "cell.a"),
+            lane(&late, "cell.c"),
+            lane(&late, "cell.ap"),
+        );
+        assert_eq!(
+            late.lane_counters[la].lateness.max_ns(),
+            20_000_000 - 1_600_000
+        );
+        assert_eq!(late.lane_counters[lc].lateness.count(), 2);
+        // Counted at the lane of the port a packet entered by.
+        for (l, n) in [(la, 2), (lc, 2), (ap, 0), (0, 4)] {
+            let c = &late.lane_counters[l];
+            assert_eq!(
+                (c.in_pkts, c.delivered_pkts, c.in_flight_pkts),
+                (n, n, 0),
+                "{l}"
+            );
+        }
+        assert_eq!(late.lane_counters[la].max_queue_pkts, 2);
+        assert_eq!(late.lane_stats(la).tx_bytes, 3000);
+        // The channel's own count of delivered packets is at the port they left by.
+        assert_eq!(late.lane_stats(ap).delivered_pkts, 4);
+    }
+
+    #[test]
+    fn stations_sending_at_once_take_turns_on_the_channel() {
+        let s = cell_spec(
+            CELL,
+            r#"[{"from": "a", "to": "b", "links": [{"medium": "cell", "from": 0, "to": 2}]},
+                {"from": "c", "to": "b", "links": [{"medium": "cell", "from": 1, "to": 2}]}]"#,
+        );
+        let mut r = Router::new(&s);
+        for port in [0, 0, 0, 0, 2, 2] {
+            r.ingress(0, port, &ip([10, 0, 0, 2], 1500));
+        }
+        let got = times(&drain(&mut r));
+        // a has 4 packets, c 2: one each per round while both have some, then a alone.
+        let want: Vec<(usize, usize, u64)> = [0, 2, 0, 2, 0, 0]
+            .iter()
+            .enumerate()
+            .map(|(k, &from)| (from, 1, (k as u64 + 1) * 1_100_000 + 500_000))
+            .collect();
+        assert_eq!(got, want);
+        // The same channel built from (seed, medium name) and offered the same packets.
+        let MediumKind::Shared(sp) = &s.media[0].kind;
+        let mut ch: SharedChannel<Pkt> = SharedChannel::new(sp.clone(), 3, rng::stream(3, "cell"));
+        for from in [0, 0, 0, 0, 1, 1] {
+            let p = Pkt {
+                data: vec![0; 1500],
+                route: 0,
+                hop: 0,
+                in_ns: 0,
+            };
+            ch.enqueue(0, from, 2, p).unwrap();
+        }
+        let mut direct = vec![];
+        while let Some(t) = ch.next_event_ns() {
+            while ch.pop_delivered(t).is_some() {
+                direct.push((2, t));
+            }
+        }
+        assert_eq!(direct, got.iter().map(|g| (2, g.2)).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn packets_are_conserved_per_lane_through_links_and_media() {
+        let s = cell_spec(
+            r#"{"rate_bps": 6000000, "delay_ms": 1, "queue_pkts": 3, "overhead_us": 50,
+                "loss_model": {"kind": "bernoulli", "p": 0.1}}"#,
+            r#"[{"from": "a", "to": "b", "links": [{"medium": "cell", "from": 0, "to": 2}, "wan"]},
+                {"from": "c", "to": "b", "links": [{"medium": "cell", "from": 1, "to": 2}, "wan"]},
+                {"from": "b", "to": "a", "links": ["wan.rev", {"medium": "cell", "from": 2, "to": 0}]},
+                {"from": "a", "to": "c", "links": [{"medium": "cell", "from": 0, "to": 2},
+                                                   {"medium": "cell", "from": 2, "to": 1}]}]"#,
+        );
+        let mut r = Router::new(&s);
+        let check = |r: &Router| {
+            for l in 0..r.lanes() {
+                let (c, st) = (&r.lane_counters[l], r.lane_stats(l));
+                let drops =
+                    st.dropped_random_pkts + st.dropped_queue_full_pkts + st.dropped_aqm_pkts;
+                assert_eq!(
+                    c.in_pkts,
+                    c.delivered_pkts + drops + c.in_flight_pkts,
+                    "{}",
+                    r.lane_names[l]
+                );
+            }
+        };
+        let dsts = [[10, 0, 0, 2], [10, 0, 0, 1], [10, 0, 0, 2], [10, 0, 0, 3]];
+        let (mut out, mut offered, mut refused) = (vec![], 0u64, 0u64);
+        let mut inside_seen = false;
+        for i in 0..3000u64 {
+            let now = i * 1_000_000;
+            let (port, dst) = match i % 4 {
+                0 => (0, dsts[0]),
+                1 => (1, dsts[1]),
+                2 => (2, dsts[2]),
+                _ => (0, dsts[3]),
+            };
+            match r.ingress(now, port, &ip(dst, 1000)) {
+                Ingress::Queued => offered += 1,
+                Ingress::Dropped(_) => refused += 1,
+                other => panic!("{other:?}"),
+            }
+            if i % 7 == 0 {
+                r.service(now, &mut out);
+                check(&r);
+                inside_seen |= (0..r.lanes()).any(|l| r.in_flight(l) > 0);
+                let _ = r.lane_queue(now, 2 + (i as usize % 3));
+            }
+        }
+        assert!(inside_seen && !r.is_empty());
+        out.extend(drain(&mut r));
+        check(&r);
+        assert!(r.is_empty());
+        assert!((0..r.lanes()).all(|l| r.in_flight(l) == 0));
+        // Every packet offered came out or was dropped by some lane.
+        let drops: u64 = (0..r.lanes())
+            .map(|l| {
+                let st = r.lane_stats(l);
+                st.dropped_random_pkts + st.dropped_queue_full_pkts + st.dropped_aqm_pkts
+            })
+            .sum();
+        assert_eq!(offered + refused, out.len() as u64 + drops);
+        let cell = 2..5;
+        let cell_drops: u64 = cell
+            .clone()
+            .map(|l| r.lane_stats(l).dropped_random_pkts)
+            .sum();
+        assert!(cell_drops > 50, "the air loses packets: {cell_drops}");
+        assert!(
+            cell.clone()
+                .map(|l| r.lane_stats(l).dropped_queue_full_pkts)
+                .sum::<u64>()
+                > 0
+        );
+        // The medium's own delivered counts (at the port left by) add up to the router's (at
+        // the port entered by) over the medium's lanes.
+        let own: u64 = cell.clone().map(|l| r.lane_stats(l).delivered_pkts).sum();
+        let ours: u64 = cell
+            .clone()
+            .map(|l| r.lane_counters[l].delivered_pkts)
+            .sum();
+        assert_eq!(own, ours);
+        // Each route's packets come out in model-time order.
+        for w in out.windows(2) {
+            if (w[0].from_port, w[0].port) == (w[1].from_port, w[1].port) {
+                assert!(w[0].model_ns <= w[1].model_ns);
+            }
+        }
+        // The stats document: links then lanes, every entry with the same keys.
+        let doc = crate::stats::stats_json(&r, 1.0, 0);
+        let links = doc["links"].as_array().unwrap();
+        let names: Vec<&str> = links.iter().map(|l| l["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["wan", "wan.rev", "cell.a", "cell.c", "cell.ap"]);
+        let keys =
+            |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert!(links.iter().all(|l| keys(l) == keys(&links[0])));
+        for l in links {
+            let n = |k: &str| l[k].as_u64().unwrap();
+            assert_eq!(
+                n("in_pkts"),
+                n("delivered_pkts")
+                    + n("dropped_random_pkts")
+                    + n("dropped_queue_full_pkts")
+                    + n("dropped_aqm_pkts")
+                    + n("in_flight_pkts")
+            );
+        }
+        assert!(
+            links[4]["in_pkts"].as_u64().unwrap() > 0,
+            "the AP lane carries b -> a and a -> c"
+        );
+    }
+
+    #[test]
+    fn sampling_a_lane_does_not_run_a_medium_ahead_of_its_packets() {
+        let s = cell_spec(
+            CELL,
+            r#"[{"from": "b", "to": "a", "links": ["wan.rev", {"medium": "cell", "from": 2, "to": 0}]}]"#,
+        );
+        let mut r = Router::new(&s);
+        r.ingress(0, 1, &ip([10, 0, 0, 1], 1500));
+        // The loop samples the links series at 10.5 ms before it hands the router that time:
+        // the packet reaches the cell at 10 ms all the same, and takes its turn then.
+        assert_eq!(r.next_event_ns(), Some(10_000_000));
+        for l in 0..r.lanes() {
+            r.lane_queue(10_500_000, l);
+        }
+        let mut out = vec![];
+        r.service(10_500_000, &mut out);
+        out.extend(drain(&mut r));
+        assert_eq!(times(&out), [(1, 0, 10_000_000 + 1_100_000 + 500_000)]);
     }
 }

@@ -1,8 +1,9 @@
-//! The links table of a kernel run: every link's queue sampled every `links_interval_ms`, in
-//! the simulator's columns (cclab-sim world.rs `on_sample`): t_s, link, queue_pkts,
-//! queue_bytes, drops (loss + queue, cumulative), tx_bytes (cumulative), ce_marks (cumulative).
-//! CSV, written as the
-//! run goes; t_s counts from the emulator's `ready`.
+//! The links table of a kernel run: every lane's queue (each link, then each medium's lanes,
+//! named by their lane names) sampled every `links_interval_ms`, in the simulator's columns
+//! (cclab-sim world.rs `on_sample`): t_s, link, queue_pkts, queue_bytes, drops (loss + queue +
+//! AQM, cumulative), tx_bytes (cumulative), ce_marks (cumulative); a medium lane's drops and
+//! tx_bytes are those of the packets it sent. CSV, written as the run goes; t_s counts from
+//! the emulator's `ready`.
 
 use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
@@ -48,20 +49,20 @@ impl LinkSeries {
         self.next_ns
     }
 
-    /// Write one sample of every link if one is due at `now` (periods missed while the loop
+    /// Write one sample of every lane if one is due at `now` (periods missed while the loop
     /// was busy are skipped, not back-filled); the row carries the nominal sample time.
     pub fn sample(&mut self, now: u64, router: &mut Router) -> Result<(), EmuError> {
         if now < self.next_ns {
             return Ok(());
         }
         let t_s = self.next_ns as f64 * 1e-9;
-        for (l, link) in router.links.iter_mut().enumerate() {
-            let (q_pkts, q_bytes) = (link.queue_pkts(now), link.queue_bytes(now));
-            let st = link.stats();
+        for l in 0..router.lanes() {
+            let (q_pkts, q_bytes) = router.lane_queue(now, l);
+            let st = router.lane_stats(l);
             writeln!(
                 self.w,
                 "{t_s:.6},{},{q_pkts},{q_bytes},{},{},{}",
-                router.link_names[l],
+                router.lane_names[l],
                 st.dropped_random_pkts + st.dropped_queue_full_pkts + st.dropped_aqm_pkts,
                 st.tx_bytes,
                 st.ce_marks
@@ -79,5 +80,56 @@ impl LinkSeries {
 
     fn fail(&self, e: std::io::Error) -> EmuError {
         EmuError::Io(self.path.clone(), e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Spec;
+
+    #[test]
+    fn a_row_per_lane_links_then_media() {
+        let spec = Spec::parse(
+            r#"{"ports": [
+                {"name": "a", "netns": null, "dev": "ta", "addrs": ["10.0.0.1"]},
+                {"name": "b", "netns": null, "dev": "tb", "addrs": ["10.0.0.2"]}],
+              "links": [{"name": "l", "delay_ms": 1}],
+              "media": [{"name": "cell", "kind": "shared", "lanes": ["cell.a", "cell.b"],
+                         "spec": {"rate_bps": 12000000}}],
+              "routes": [{"from": "a", "to": "b", "links": [{"medium": "cell", "from": 0, "to": 1}]},
+                         {"from": "b", "to": "a", "links": ["l"]}]}"#,
+        )
+        .unwrap();
+        let mut r = Router::new(&spec);
+        let mut p = vec![0u8; 1500];
+        p[0] = 0x45;
+        p[16..20].copy_from_slice(&[10, 0, 0, 2]);
+        for _ in 0..3 {
+            r.ingress(0, 0, &p);
+        }
+        let path =
+            std::env::temp_dir().join(format!("cclab-emu-series-{}.csv", std::process::id()));
+        let path = path.to_str().unwrap();
+        let mut s = LinkSeries::create(path, 1_000_000).unwrap();
+        s.sample(0, &mut r).unwrap();
+        s.sample(1_500_000, &mut r).unwrap();
+        s.finish().unwrap();
+        let text = std::fs::read_to_string(path).unwrap();
+        let _ = std::fs::remove_file(path);
+        let rows: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            rows,
+            [
+                HEADER.trim_end(),
+                "0.000000,l,0,0,0,0,0",
+                "0.000000,cell.a,3,4500,0,1500,0",
+                "0.000000,cell.b,0,0,0,0,0",
+                // At 1.5 ms the first packet has gone (1 ms on the air), the second is on it.
+                "0.001000,l,0,0,0,0,0",
+                "0.001000,cell.a,2,3000,0,3000,0",
+                "0.001000,cell.b,0,0,0,0,0",
+            ]
+        );
     }
 }

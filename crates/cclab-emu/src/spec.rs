@@ -1,12 +1,16 @@
 //! The spec `cclab-link --spec SPEC.json` reads: ports (a TUN device in a namespace), links
-//! (one direction each, in the scenario's own field names and units) and routes (which links a
-//! packet from one port to another crosses). `Spec::parse` checks everything and names the
-//! field that is wrong.
+//! (one direction each, in the scenario's own field names and units), media (multi-port
+//! elements such as a shared channel, one lane per port) and routes (which links and medium
+//! crossings a packet from one port to another goes through). `Spec::parse` checks everything
+//! and names the field that is wrong.
 
 use cclab_net::link::LinkConfig;
 use cclab_net::loss::LossModel;
 use cclab_net::spec::LinkSpec;
+use cclab_net::{NetError, SharedSpec};
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
+use serde_json::Value;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
@@ -38,13 +42,14 @@ pub struct PortSpec {
     pub addrs: Vec<Ipv4Addr>,
 }
 
-/// Packets from port `from` to port `to` cross `links` in order.
+/// Packets from port `from` to port `to` cross `links` in order: each entry a link name, or a
+/// medium crossing `{"medium": NAME, "from": PORT, "to": PORT}` (checked by `Spec::parse`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteSpec {
     pub from: String,
     pub to: String,
-    pub links: Vec<String>,
+    pub links: Vec<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -53,7 +58,10 @@ struct RawSpec {
     #[serde(default = "one")]
     seed: u64,
     ports: Vec<PortSpec>,
-    links: Vec<serde_json::Value>,
+    links: Vec<Value>,
+    /// Multi-port media (`{"name", "kind": "shared", "lanes": [...], "spec": {...}}`).
+    #[serde(default)]
+    media: Vec<Value>,
     routes: Vec<RouteSpec>,
     #[serde(default)]
     stats_path: Option<String>,
@@ -87,12 +95,40 @@ pub struct LinkDef {
     pub config: LinkConfig,
 }
 
+/// What a medium is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MediumKind {
+    /// `"shared"`: a [`cclab_net::SharedChannel`], N ports on one transmitter.
+    Shared(SharedSpec),
+}
+
+/// A multi-port medium, checked and ready to build.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MediumDef {
+    /// Unique among links and media; also names its random stream.
+    pub name: String,
+    pub kind: MediumKind,
+    /// One per port: lane k is the transmit queue of port k, named so in the stats and the
+    /// links series. Its length is the number of ports (at least 2).
+    pub lanes: Vec<String>,
+}
+
+/// One hop of a route: across element `element` (the links in spec order, then the media)
+/// from its port `from` to its port `to` (a link: 0 to 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hop {
+    pub element: usize,
+    pub from: usize,
+    pub to: usize,
+}
+
 /// A route with names resolved to indices.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Route {
     pub from: usize,
     pub to: usize,
-    pub links: Vec<usize>,
+    /// At least one.
+    pub hops: Vec<Hop>,
 }
 
 /// The whole, checked spec.
@@ -101,6 +137,7 @@ pub struct Spec {
     pub seed: u64,
     pub ports: Vec<PortSpec>,
     pub links: Vec<LinkDef>,
+    pub media: Vec<MediumDef>,
     pub routes: Vec<Route>,
     pub stats_path: Option<String>,
     pub timestamps_path: Option<String>,
@@ -167,6 +204,47 @@ impl Spec {
             }
             links.push(def);
         }
+        // Element names (routes, random streams) and row names (stats, links series) are
+        // unique; a link's name is both.
+        let mut medium_ix: HashMap<String, usize> = HashMap::new();
+        let mut lane_owner: HashMap<String, usize> = HashMap::new();
+        let mut media = Vec::new();
+        for (i, v) in raw.media.into_iter().enumerate() {
+            let f = format!("media[{i}]");
+            let def = medium_def(v, &f)?;
+            let clash = if let Some(j) = link_ix.get(&def.name) {
+                Some(format!("links[{j}]"))
+            } else {
+                medium_ix.get(&def.name).map(|j| format!("media[{j}]"))
+            };
+            if let Some(other) = clash {
+                return Err(err(
+                    format!("{f}.name"),
+                    format!(
+                        "{:?} is already the name of {other}: a name no link or medium has",
+                        def.name
+                    ),
+                ));
+            }
+            for (k, lane) in def.lanes.iter().enumerate() {
+                let clash = if let Some(j) = link_ix.get(lane) {
+                    Some(format!("links[{j}]"))
+                } else {
+                    lane_owner
+                        .get(lane)
+                        .map(|j| format!("a lane of media[{j}]"))
+                };
+                if let Some(other) = clash {
+                    return Err(err(
+                        format!("{f}.lanes[{k}]"),
+                        format!("{lane:?} is already {other}: lane names are unique among links and lanes"),
+                    ));
+                }
+                lane_owner.insert(lane.clone(), i);
+            }
+            medium_ix.insert(def.name.clone(), i);
+            media.push(def);
+        }
         let mut routes: Vec<Route> = Vec::new();
         for (i, r) in raw.routes.iter().enumerate() {
             let f = format!("routes[{i}]");
@@ -189,21 +267,23 @@ impl Spec {
                     format!("a second route from {:?} to {:?}", r.from, r.to),
                 ));
             }
-            let mut ls = Vec::new();
-            for (k, l) in r.links.iter().enumerate() {
-                let ix = link_ix.get(l).copied().ok_or_else(|| {
-                    err(
-                        format!("{f}.links[{k}]"),
-                        format!("{l:?} is not a link: one of the names in links"),
-                    )
-                })?;
-                ls.push(ix);
+            if r.links.is_empty() {
+                return Err(err(
+                    format!("{f}.links"),
+                    "empty: at least one link or medium crossing",
+                ));
             }
-            routes.push(Route {
-                from,
-                to,
-                links: ls,
-            });
+            let mut hops = Vec::new();
+            for (k, h) in r.links.iter().enumerate() {
+                hops.push(hop(
+                    h,
+                    &format!("{f}.links[{k}]"),
+                    &link_ix,
+                    &medium_ix,
+                    &media,
+                )?);
+            }
+            routes.push(Route { from, to, hops });
         }
         if !(raw.links_interval_ms.is_finite() && raw.links_interval_ms >= 0.1) {
             return Err(err(
@@ -215,6 +295,7 @@ impl Spec {
             seed: raw.seed,
             ports: raw.ports,
             links,
+            media,
             routes,
             stats_path: raw.stats_path,
             timestamps_path: raw.timestamps_path,
@@ -230,10 +311,220 @@ impl Spec {
     }
 }
 
+const HOP_FORMS: &str =
+    r#"a link name (one of the names in links) or {"medium": NAME, "from": PORT, "to": PORT}"#;
+
+/// One entry of `routes[i].links` at field `f`: a link's name, or a crossing of a medium.
+fn hop(
+    v: &Value,
+    f: &str,
+    link_ix: &HashMap<String, usize>,
+    medium_ix: &HashMap<String, usize>,
+    media: &[MediumDef],
+) -> Result<Hop, SpecError> {
+    match v {
+        Value::String(l) => match link_ix.get(l) {
+            Some(&element) => Ok(Hop {
+                element,
+                from: 0,
+                to: 1,
+            }),
+            None if medium_ix.contains_key(l) => Err(err(
+                f,
+                format!(
+                    r#"{l:?} is a medium: cross it as {{"medium": {l:?}, "from": PORT, "to": PORT}}"#
+                ),
+            )),
+            None => Err(err(f, format!("{l:?} is not a link: {HOP_FORMS}"))),
+        },
+        Value::Object(m) => {
+            if let Some(k) = m
+                .keys()
+                .find(|k| !["medium", "from", "to"].contains(&k.as_str()))
+            {
+                return Err(err(
+                    f,
+                    format!("unknown field {k:?}: a medium crossing has medium, from and to"),
+                ));
+            }
+            let name = match m.get("medium") {
+                Some(Value::String(s)) => s,
+                other => return Err(err(f, format!("medium = {other:?}: the name of a medium"))),
+            };
+            let Some(&mi) = medium_ix.get(name) else {
+                return Err(err(
+                    f,
+                    format!("{name:?} is not a medium: one of the names in media"),
+                ));
+            };
+            let ports = media[mi].lanes.len();
+            let port = |key: &str| {
+                let p = m.get(key);
+                p.and_then(Value::as_u64)
+                    .and_then(|p| usize::try_from(p).ok())
+                    .filter(|&p| p < ports)
+                    .ok_or_else(|| {
+                        err(
+                            f,
+                            format!(
+                                "{key} = {}: a port of {name:?}, 0 to {} (one per lane)",
+                                p.map_or("missing".to_string(), Value::to_string),
+                                ports - 1
+                            ),
+                        )
+                    })
+            };
+            let (from, to) = (port("from")?, port("to")?);
+            if from == to {
+                return Err(err(
+                    f,
+                    format!("from and to are the same port ({from}) of {name:?}"),
+                ));
+            }
+            Ok(Hop {
+                element: link_ix.len() + mi,
+                from,
+                to,
+            })
+        }
+        other => Err(err(f, format!("{other}: {HOP_FORMS}"))),
+    }
+}
+
+/// One medium at field `f`: `name`, `kind` ("shared"), `lanes` (one name per port, at least
+/// 2) and `spec` (the kind's settings in the scenario's units: a `SharedSpec`).
+fn medium_def(v: Value, f: &str) -> Result<MediumDef, SpecError> {
+    let Value::Object(mut m) = v else {
+        return Err(err(f, "an object with name, kind, lanes and spec"));
+    };
+    let name = match m.remove("name") {
+        Some(Value::String(s)) if !s.is_empty() => s,
+        other => {
+            return Err(err(
+                format!("{f}.name"),
+                format!("{other:?}: a non-empty string is required"),
+            ))
+        }
+    };
+    match m.remove("kind") {
+        Some(Value::String(k)) if k == "shared" => {}
+        other => {
+            return Err(err(
+                format!("{f}.kind"),
+                format!(
+                    "{} is not a kind of medium: \"shared\" (the only one)",
+                    other.map_or("missing".to_string(), |v| v.to_string())
+                ),
+            ))
+        }
+    }
+    let lanes = match m.remove("lanes") {
+        Some(Value::Array(a)) => a,
+        other => {
+            return Err(err(
+                format!("{f}.lanes"),
+                format!(
+                    "{}: an array of lane names, one per port",
+                    other.map_or("missing".to_string(), |v| v.to_string())
+                ),
+            ))
+        }
+    };
+    let mut names: Vec<String> = Vec::with_capacity(lanes.len());
+    for (k, l) in lanes.into_iter().enumerate() {
+        match l {
+            Value::String(s) if !s.is_empty() && !names.contains(&s) => names.push(s),
+            other => {
+                return Err(err(
+                    format!("{f}.lanes[{k}]"),
+                    format!("{other} is empty, repeated or not a string: a unique lane name"),
+                ))
+            }
+        }
+    }
+    if names.len() < 2 {
+        return Err(err(
+            format!("{f}.lanes"),
+            format!(
+                "{} lane(s): a medium joins at least 2 ports, one lane each",
+                names.len()
+            ),
+        ));
+    }
+    let Some(spec) = m.remove("spec") else {
+        return Err(err(
+            format!("{f}.spec"),
+            "missing: the medium's settings (a shared channel: rate_bps, delay_ms, queue_pkts, \
+             overhead_us, loss_model)",
+        ));
+    };
+    if let Some(k) = m.keys().next() {
+        return Err(err(
+            format!("{f}.{k}"),
+            "unknown field: a medium has name, kind, lanes and spec",
+        ));
+    }
+    let sf = format!("{f}.spec");
+    let spec: SharedSpec = from_fields(spec, &sf, ("rate_bps", Value::from(1)))?;
+    spec.validate(&sf).map_err(|e| net_err(e, &sf))?;
+    Ok(MediumDef {
+        name,
+        kind: MediumKind::Shared(spec),
+        lanes: names,
+    })
+}
+
+/// Deserialize the object `v` at field `f`; an error names the field that is wrong
+/// (`f.rate_bps`): found by trying the fields one at a time (with `required` filled in), or
+/// the missing field serde names.
+fn from_fields<T: DeserializeOwned>(
+    v: Value,
+    f: &str,
+    required: (&str, Value),
+) -> Result<T, SpecError> {
+    let e = match serde_json::from_value::<T>(v.clone()) {
+        Ok(t) => return Ok(t),
+        Err(e) => e.to_string(),
+    };
+    if let Value::Object(m) = &v {
+        for (k, x) in m {
+            let mut one = serde_json::Map::new();
+            one.insert(required.0.to_string(), required.1.clone());
+            one.insert(k.clone(), x.clone());
+            if let Err(e1) = serde_json::from_value::<T>(Value::Object(one)) {
+                return Err(err(format!("{f}.{k}"), e1.to_string()));
+            }
+        }
+    }
+    match e
+        .strip_prefix("missing field `")
+        .and_then(|r| r.split('`').next())
+    {
+        Some(name) => Err(err(format!("{f}.{name}"), e.clone())),
+        None => Err(err(f, e)),
+    }
+}
+
+/// A cclab-net check's error as a spec error (its field is a full path already).
+fn net_err(e: NetError, f: &str) -> SpecError {
+    match e {
+        NetError::Field { field, message } => err(field, message),
+        NetError::InvalidField {
+            field,
+            value,
+            accepted,
+        } => err(
+            format!("{f}.{field}"),
+            format!("{value} is not accepted: {accepted}"),
+        ),
+        other => err(f, other.to_string()),
+    }
+}
+
 /// One link: `name`, an optional shorthand `loss` (Bernoulli probability), and the scenario's
 /// LinkSpec fields (rate_bps, capacity_trace_text, delay_ms, queue_pkts, queue_bytes,
 /// loss_model, outages, delay_spikes).
-fn link_def(v: serde_json::Value, f: &str) -> Result<LinkDef, SpecError> {
+fn link_def(v: Value, f: &str) -> Result<LinkDef, SpecError> {
     let serde_json::Value::Object(mut m) = v else {
         return Err(err(f, "an object with a name and LinkSpec fields"));
     };
@@ -346,8 +637,14 @@ mod tests {
             })
         );
         assert_eq!(s.links[1].config.capacity, None);
-        assert_eq!(s.route(0, 1).unwrap().links, vec![0]);
-        assert_eq!(s.route(1, 0).unwrap().links, vec![1]);
+        let hop = |element| Hop {
+            element,
+            from: 0,
+            to: 1,
+        };
+        assert_eq!(s.route(0, 1).unwrap().hops, vec![hop(0)]);
+        assert_eq!(s.route(1, 0).unwrap().hops, vec![hop(1)]);
+        assert!(s.media.is_empty());
         assert!(s.configure_devices);
     }
 
@@ -417,5 +714,218 @@ mod tests {
         );
         let bad = text.replace("2.5", "0");
         assert_eq!(Spec::parse(&bad).unwrap_err().field, "links_interval_ms");
+    }
+
+    /// Two stations (a, c) and an access point in a cell, the AP wired to b.
+    pub const MEDIA: &str = r#"{ "seed": 1,
+      "ports": [ {"name": "a", "netns": null, "dev": "ta", "addrs": ["10.0.0.1"]},
+                 {"name": "b", "netns": null, "dev": "tb", "addrs": ["10.0.0.2"]},
+                 {"name": "c", "netns": null, "dev": "tc", "addrs": ["10.0.0.3"]} ],
+      "links": [ {"name": "wan", "rate_bps": 12000000, "delay_ms": 10},
+                 {"name": "wan.rev", "delay_ms": 10} ],
+      "media": [ {"name": "cell", "kind": "shared", "lanes": ["cell.sta1", "cell.sta2", "cell.ap"],
+                  "spec": {"rate_bps": 12000000, "delay_ms": 0.5, "queue_pkts": 50,
+                           "overhead_us": 100}} ],
+      "routes": [ {"from": "a", "to": "b", "links": [{"medium": "cell", "from": 0, "to": 2}, "wan"]},
+                  {"from": "c", "to": "b", "links": [{"medium": "cell", "from": 1, "to": 2}, "wan"]},
+                  {"from": "b", "to": "a", "links": ["wan.rev", {"medium": "cell", "from": 2, "to": 0}]},
+                  {"from": "a", "to": "c", "links": [{"medium": "cell", "from": 0, "to": 2},
+                                                     {"medium": "cell", "from": 2, "to": 1}]} ] }"#;
+
+    #[test]
+    fn media_parse_and_routes_cross_them_port_to_port() {
+        let s = Spec::parse(MEDIA).unwrap();
+        assert_eq!(s.media.len(), 1);
+        let m = &s.media[0];
+        assert_eq!(m.name, "cell");
+        assert_eq!(m.lanes, ["cell.sta1", "cell.sta2", "cell.ap"]);
+        let MediumKind::Shared(sp) = &m.kind;
+        assert_eq!(
+            *sp,
+            SharedSpec {
+                rate_bps: 12_000_000,
+                delay_ms: 0.5,
+                queue_pkts: Some(50),
+                overhead_us: 100.0,
+                loss_model: LossModel::None,
+            }
+        );
+        // Elements: the links (0, 1), then the media (2).
+        let h = |element, from, to| Hop { element, from, to };
+        assert_eq!(s.route(0, 1).unwrap().hops, [h(2, 0, 2), h(0, 0, 1)]);
+        assert_eq!(s.route(2, 1).unwrap().hops, [h(2, 1, 2), h(0, 0, 1)]);
+        assert_eq!(s.route(1, 0).unwrap().hops, [h(1, 0, 1), h(2, 2, 0)]);
+        assert_eq!(s.route(0, 2).unwrap().hops, [h(2, 0, 2), h(2, 2, 1)]);
+        // A loss model and no queue limit are accepted too.
+        let text = MEDIA.replace(
+            "\"queue_pkts\": 50,",
+            r#""queue_pkts": null, "loss_model": {"kind": "bernoulli", "p": 0.1},"#,
+        );
+        let s = Spec::parse(&text).unwrap();
+        let MediumKind::Shared(sp) = &s.media[0].kind;
+        assert_eq!(
+            (sp.queue_pkts, &sp.loss_model),
+            (None, &LossModel::Bernoulli { p: 0.1 })
+        );
+    }
+
+    #[test]
+    fn bad_media_and_crossings_name_the_field() {
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                "\"rate_bps\": 12000000, \"delay_ms\": 0.5",
+                "\"rate_bps\": 0, \"delay_ms\": 0.5",
+                "media[0].spec.rate_bps",
+            ),
+            (
+                "\"rate_bps\": 12000000, \"delay_ms\": 0.5",
+                "\"delay_ms\": 0.5",
+                "media[0].spec.rate_bps",
+            ),
+            (
+                "\"rate_bps\": 12000000, \"delay_ms\": 0.5",
+                "\"rate_bps\": \"fast\", \"delay_ms\": 0.5",
+                "media[0].spec.rate_bps",
+            ),
+            (
+                "\"delay_ms\": 0.5,",
+                "\"delay_ms\": -1,",
+                "media[0].spec.delay_ms",
+            ),
+            (
+                "\"overhead_us\": 100",
+                "\"overhead_us\": 100, \"cw_min\": 15",
+                "media[0].spec.cw_min",
+            ),
+            (
+                "\"queue_pkts\": 50",
+                "\"queue_pkts\": 0",
+                "media[0].spec.queue_pkts",
+            ),
+            (
+                "\"queue_pkts\": 50",
+                "\"queue_pkts\": -3",
+                "media[0].spec.queue_pkts",
+            ),
+            (
+                "\"overhead_us\": 100",
+                r#""overhead_us": 100, "loss_model": {"kind": "bernoulli", "p": 2}"#,
+                "media[0].spec.loss_model",
+            ),
+            (
+                "\"overhead_us\": 100",
+                r#""overhead_us": 100, "loss_model": {"kind": "bernoulli"}"#,
+                "media[0].spec.loss_model",
+            ),
+            (
+                "\"kind\": \"shared\"",
+                "\"kind\": \"wifi\"",
+                "media[0].kind",
+            ),
+            ("\"kind\": \"shared\",", "", "media[0].kind"),
+            (
+                "\"kind\": \"shared\"",
+                "\"kind\": \"shared\", \"colour\": 1",
+                "media[0].colour",
+            ),
+            (
+                "[\"cell.sta1\", \"cell.sta2\", \"cell.ap\"]",
+                "[\"cell.sta1\"]",
+                "media[0].lanes",
+            ),
+            (
+                "[\"cell.sta1\", \"cell.sta2\", \"cell.ap\"]",
+                "\"cell.sta1\"",
+                "media[0].lanes",
+            ),
+            (
+                "[\"cell.sta1\", \"cell.sta2\", \"cell.ap\"]",
+                "[\"cell.sta1\", \"cell.sta1\"]",
+                "media[0].lanes[1]",
+            ),
+            (
+                "[\"cell.sta1\", \"cell.sta2\", \"cell.ap\"]",
+                "[\"cell.sta1\", \"\"]",
+                "media[0].lanes[1]",
+            ),
+            (
+                "[\"cell.sta1\", \"cell.sta2\", \"cell.ap\"]",
+                "[\"cell.sta1\", \"wan.rev\"]",
+                "media[0].lanes[1]",
+            ),
+            ("{\"name\": \"cell\"", "{\"name\": \"wan\"", "media[0].name"),
+            ("{\"name\": \"cell\"", "{\"name\": \"\"", "media[0].name"),
+            (
+                "{\"medium\": \"cell\", \"from\": 0, \"to\": 2}, \"wan\"",
+                "{\"medium\": \"cel\", \"from\": 0, \"to\": 2}, \"wan\"",
+                "routes[0].links[0]",
+            ),
+            (
+                "{\"medium\": \"cell\", \"from\": 0, \"to\": 2}, \"wan\"",
+                "{\"medium\": \"cell\", \"from\": 0, \"to\": 3}, \"wan\"",
+                "routes[0].links[0]",
+            ),
+            (
+                "{\"medium\": \"cell\", \"from\": 0, \"to\": 2}, \"wan\"",
+                "{\"medium\": \"cell\", \"from\": -1, \"to\": 2}, \"wan\"",
+                "routes[0].links[0]",
+            ),
+            (
+                "{\"medium\": \"cell\", \"from\": 0, \"to\": 2}, \"wan\"",
+                "{\"medium\": \"cell\", \"to\": 2}, \"wan\"",
+                "routes[0].links[0]",
+            ),
+            (
+                "{\"medium\": \"cell\", \"from\": 0, \"to\": 2}, \"wan\"",
+                "{\"medium\": \"cell\", \"from\": 2, \"to\": 2}, \"wan\"",
+                "routes[0].links[0]",
+            ),
+            (
+                "{\"medium\": \"cell\", \"from\": 0, \"to\": 2}, \"wan\"",
+                "{\"medium\": \"cell\", \"from\": 0, \"to\": 2, \"via\": 1}, \"wan\"",
+                "routes[0].links[0]",
+            ),
+            (
+                "{\"medium\": \"cell\", \"from\": 0, \"to\": 2}, \"wan\"",
+                "\"cell\", \"wan\"",
+                "routes[0].links[0]",
+            ),
+            (
+                "[\"wan.rev\", {\"medium\": \"cell\", \"from\": 2, \"to\": 0}]",
+                "[\"wan.rev\", 7]",
+                "routes[2].links[1]",
+            ),
+            (
+                "[\"wan.rev\", {\"medium\": \"cell\", \"from\": 2, \"to\": 0}]",
+                "[]",
+                "routes[2].links",
+            ),
+        ];
+        for (from, to, field) in cases {
+            assert!(MEDIA.contains(from), "{from}");
+            let e = Spec::parse(&MEDIA.replacen(from, to, 1)).unwrap_err();
+            assert_eq!(e.field, *field, "{to}: {e}");
+        }
+        // A second medium named as the first.
+        let second =
+            r#"{"name": "cell", "kind": "shared", "lanes": ["x", "y"], "spec": {"rate_bps": 1}}"#;
+        let text = MEDIA.replace(
+            "\"overhead_us\": 100}} ]",
+            &format!("\"overhead_us\": 100}}}}, {second} ]"),
+        );
+        assert_eq!(Spec::parse(&text).unwrap_err().field, "media[1].name");
+        let text = text.replace(
+            "{\"name\": \"cell\", \"kind\": \"shared\", \"lanes\": [\"x\"",
+            "{\"name\": \"cell2\", \"kind\": \"shared\", \"lanes\": [\"cell.ap\"",
+        );
+        assert_eq!(Spec::parse(&text).unwrap_err().field, "media[1].lanes[0]");
+        // Messages say what is accepted.
+        let e = Spec::parse(&MEDIA.replacen(
+            "\"from\": 0, \"to\": 2}, \"wan\"",
+            "\"from\": 0, \"to\": 5}, \"wan\"",
+            1,
+        ))
+        .unwrap_err();
+        assert!(e.message.contains("0 to 2"), "{e}");
     }
 }

@@ -83,15 +83,22 @@ impl Default for Histogram {
     }
 }
 
-/// Per link direction, beyond cclab-net's own `LinkStats`.
-#[derive(Debug, Clone, Copy, Default)]
+/// Per lane (a link direction, or the transmit queue of one port of a medium), counted by the
+/// router, beyond the element's own `LinkStats`. A packet counts in the lane of the port it
+/// entered the element by, from entering until it leaves (delivered) or is dropped.
+#[derive(Debug, Clone, Default)]
 pub struct LinkCounters {
     pub in_pkts: u64,
     pub in_bytes: u64,
+    /// Handed out by the element (at whichever port; for a link: its `delivered_pkts`).
+    pub delivered_pkts: u64,
+    pub delivered_bytes: u64,
+    /// Inside the element now (queued, on the air or propagating).
+    pub in_flight_pkts: u64,
     pub max_queue_pkts: u32,
     pub max_queue_bytes: u64,
-    /// How late packets left this link versus their model arrival time.
-    pub lateness: Histogram,
+    /// How late packets left this lane's element versus their model arrival time.
+    pub lateness: Box<Histogram>,
 }
 
 /// Per port (TUN device).
@@ -106,26 +113,24 @@ pub struct PortCounters {
     pub dropped_no_route_pkts: u64,
 }
 
-/// The stats document: per link and per port, and the overall lateness.
+/// The stats document: per lane (links, then each medium's lanes) and per port, and the
+/// overall lateness.
 pub fn stats_json(r: &Router, duration_s: f64, behind_events: u64) -> Value {
-    let links: Vec<Value> = r
-        .links
-        .iter()
-        .enumerate()
-        .map(|(i, l)| {
-            let s = l.stats();
-            let c = &r.link_counters[i];
+    let links: Vec<Value> = (0..r.lanes())
+        .map(|i| {
+            let s = r.lane_stats(i);
+            let c = &r.lane_counters[i];
             json!({
-                "name": r.link_names[i],
+                "name": r.lane_names[i],
                 "in_pkts": c.in_pkts,
                 "in_bytes": c.in_bytes,
                 "dropped_random_pkts": s.dropped_random_pkts,
                 "dropped_queue_full_pkts": s.dropped_queue_full_pkts,
                 "dropped_aqm_pkts": s.dropped_aqm_pkts,
                 "ce_marks": s.ce_marks,
-                "delivered_pkts": s.delivered_pkts,
-                "delivered_bytes": s.delivered_bytes,
-                "in_flight_pkts": r.in_flight(i),
+                "delivered_pkts": c.delivered_pkts,
+                "delivered_bytes": c.delivered_bytes,
+                "in_flight_pkts": c.in_flight_pkts,
                 "max_queue_pkts": c.max_queue_pkts,
                 "max_queue_bytes": c.max_queue_bytes,
                 "lateness": c.lateness.to_json(),

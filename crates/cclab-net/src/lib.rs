@@ -4,14 +4,17 @@
 //! size on the wire, [`NetPacket`]). Each element is a deterministic state machine: it is given
 //! `now` and packets, and says what leaves when. It never reads a clock and never sleeps; time is
 //! always passed in as integer nanoseconds (`u64`, names ending in `_ns`). So the same code runs
-//! under the simulator's virtual time (`cclab-sim`) and, later, under a real-time TUN emulator
-//! driven by the wall clock.
+//! under the simulator's virtual time (`cclab-sim`) and under the real-time TUN emulator
+//! `cclab-link` (`cclab-emu`), driven by the wall clock.
 //!
-//! A [`Link`] is one direction of a link: random [loss](loss) at ingress, a drop-tail queue,
-//! FIFO service at a rate or by a Mahimahi [capacity] trace, [outages](Outage), propagation
-//! delay and [delay spikes](DelaySpike). A link fixes each packet's departure and arrival when
-//! the packet is enqueued, so a driver only needs to wake up at [`Link::next_arrival_ns`].
-//! The [`Element`] trait is what drivers hold, so that other media can join later.
+//! A [`Link`] is one direction of a link: random [loss](loss) at ingress, a drop-tail queue or
+//! a [queue discipline](qdisc) (RED, CoDel, FQ-CoDel, PIE), service at a rate or by a Mahimahi
+//! [capacity] trace, [outages](Outage), propagation delay and [delay spikes](DelaySpike). A
+//! drop-tail link fixes each packet's departure and arrival when the packet is enqueued, so a
+//! driver only needs to wake up at [`Link::next_arrival_ns`]. [`spec`] holds a link direction in
+//! the scenario's units and [`topology`] the graph of nodes, links and media with its routes.
+//! The [`Medium`] trait (ports in, ports out) is what drivers hold: a link direction is a
+//! two-port medium, a [`SharedChannel`] joins N ports on one transmitter.
 //!
 //! Randomness comes from [`rng::stream`]: one independent stream per named element, derived
 //! from the run seed, so the same seed gives the same run on every platform.
@@ -19,26 +22,28 @@
 #![warn(missing_docs)]
 
 pub mod capacity;
-pub mod element;
 pub mod error;
 pub mod link;
 pub mod loss;
+pub mod medium;
 pub mod packet;
 pub mod qdisc;
 pub mod rng;
 pub mod schedule;
+pub mod shared;
 pub mod spec;
 pub mod topology;
 
 pub use capacity::{Capacity, MahimahiTrace, MAHIMAHI_MTU_BYTES};
-pub use element::Element;
 pub use error::NetError;
 pub use link::{DelaySpike, DropReason, Dropped, Link, LinkConfig, LinkStats, Outage, QueueLimit};
 pub use loss::{Loss, LossModel};
+pub use medium::Medium;
 pub use packet::{Ecn, NetPacket};
 pub use qdisc::QdiscConfig;
+pub use shared::{SharedChannel, SharedSpec};
 pub use spec::{DelaySpikeSpec, LinkSpec, OutageSpec};
-pub use topology::{Dir, Graph, Hop, LinkPairSpec, NodeKind, NodeSpec};
+pub use topology::{Dir, Graph, Hop, LinkPairSpec, MediumKind, MediumSpec, NodeKind, NodeSpec};
 
 /// Nanoseconds per microsecond.
 pub const NS_PER_US: u64 = 1_000;

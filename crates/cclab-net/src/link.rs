@@ -162,8 +162,8 @@ pub struct Dropped<P> {
     pub reason: DropReason,
 }
 
-/// Counters of one link direction.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Counters of one link direction (or one lane of a medium).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct LinkStats {
     /// Packets admitted to the queue.
     pub enqueued_pkts: u64,
@@ -328,6 +328,7 @@ impl<P: NetPacket> Link<P> {
 
     /// Offer a packet at `now_ns`: loss, then drop-tail admission, then the departure and
     /// arrival times are fixed. Lost or refused packets come back in `Err`.
+    #[inline]
     pub fn enqueue(&mut self, now_ns: u64, mut pkt: P) -> Result<(), Dropped<P>> {
         if self.aqm.is_some() {
             return self.enqueue_aqm(now_ns, pkt);
@@ -361,39 +362,16 @@ impl<P: NetPacket> Link<P> {
             }
         }
         let ready = now.max(self.last_depart_ns);
-        let depart = self.departure(ready, bytes);
-        debug_assert!(depart >= ready);
-        self.last_depart_ns = depart;
-        let extra = self.spikes.extra_at(depart);
-        let arrival = depart
-            .saturating_add(self.cfg.delay_ns)
-            .saturating_add(extra)
-            .max(self.last_arrival_ns);
-        self.last_arrival_ns = arrival;
         self.stats.enqueued_pkts = self.stats.enqueued_pkts.saturating_add(1);
-        self.stats.tx_bytes = self.stats.tx_bytes.saturating_add(u64::from(bytes));
-        self.fifo.push_back(Entry {
-            arrival_ns: arrival,
-            depart_ns: depart,
-            bytes,
-            pkt,
-        });
-        if depart > now {
-            self.queued_pkts += 1;
-            self.queued_bytes = self.queued_bytes.saturating_add(u64::from(bytes));
-        } else {
-            // Sent at once (no serialisation, no outage): it never counts as queued. Every
-            // earlier packet departed by `ready` = `now`, so all of them are served already.
-            debug_assert_eq!(self.served + 1, self.popped + self.fifo.len() as u64);
-            self.served += 1;
-        }
+        self.transmit(ready, bytes, pkt);
         Ok(())
     }
 
-    /// With an AQM: start sending `pkt` (`bytes`) once the transmitter is free, at `ready`
-    /// (>= the last departure), exactly as [`Link::enqueue`] does for drop-tail (kept apart so
-    /// drop-tail's path stays as it was): its departure and arrival are fixed, and it counts as
-    /// queued until it departs. `self.now_ns` must be the time of the call being served.
+    /// Start sending `pkt` (`bytes`) once the transmitter is free, at `ready` (>= the last
+    /// departure): its departure and arrival are fixed, and it counts as queued until it
+    /// departs. Drop-tail calls it at enqueue; an AQM when it dequeues. `self.now_ns` must be
+    /// the time of the call being served.
+    #[inline(always)]
     fn transmit(&mut self, ready: u64, bytes: u32, pkt: P) {
         let now = self.now_ns;
         let depart = self.departure(ready, bytes);
@@ -534,6 +512,7 @@ impl<P: NetPacket> Link<P> {
     /// When the driver must call back, ns: the earliest packet still in flight reaches the far
     /// end; with an AQM and none in flight, the transmitter takes the AQM's next packet (a call
     /// at that time puts it in flight and names its arrival).
+    #[inline]
     pub fn next_arrival_ns(&self) -> Option<u64> {
         if let Some(e) = self.fifo.front() {
             return Some(e.arrival_ns);
@@ -543,6 +522,7 @@ impl<P: NetPacket> Link<P> {
     }
 
     /// The next packet that has reached the far end by `now_ns`, in FIFO order.
+    #[inline]
     pub fn pop_arrived(&mut self, now_ns: u64) -> Option<P> {
         if self.aqm.is_some() {
             return self.pop_arrived_aqm(now_ns);
@@ -628,27 +608,41 @@ impl<P: NetPacket> Link<P> {
     }
 }
 
-impl<P: NetPacket> crate::element::Element<P> for Link<P> {
-    fn enqueue(&mut self, now_ns: u64, pkt: P) -> Result<(), Dropped<P>> {
+/// A link direction as a medium: two ports, packets enter at 0 and leave at 1; one lane.
+impl<P: NetPacket> crate::medium::Medium<P> for Link<P> {
+    fn ports(&self) -> usize {
+        2
+    }
+    #[inline]
+    fn enqueue(&mut self, now_ns: u64, from: usize, to: usize, pkt: P) -> Result<(), Dropped<P>> {
+        debug_assert!(
+            from == 0 && to == 1,
+            "a link carries packets from port 0 to port 1"
+        );
         Link::enqueue(self, now_ns, pkt)
     }
-    fn next_arrival_ns(&self) -> Option<u64> {
+    #[inline]
+    fn next_event_ns(&self) -> Option<u64> {
         Link::next_arrival_ns(self)
     }
-    fn pop_arrived(&mut self, now_ns: u64) -> Option<P> {
+    #[inline]
+    fn pop_delivered(&mut self, now_ns: u64) -> Option<P> {
         Link::pop_arrived(self, now_ns)
-    }
-    fn queue_pkts(&mut self, now_ns: u64) -> u32 {
-        Link::queue_pkts(self, now_ns)
-    }
-    fn queue_bytes(&mut self, now_ns: u64) -> u64 {
-        Link::queue_bytes(self, now_ns)
-    }
-    fn stats(&self) -> &LinkStats {
-        Link::stats(self)
     }
     fn pop_dropped(&mut self) -> Option<(u64, Dropped<P>)> {
         Link::pop_dropped(self)
+    }
+    fn lanes(&self) -> usize {
+        1
+    }
+    fn queue_pkts(&mut self, now_ns: u64, _lane: usize) -> u32 {
+        Link::queue_pkts(self, now_ns)
+    }
+    fn queue_bytes(&mut self, now_ns: u64, _lane: usize) -> u64 {
+        Link::queue_bytes(self, now_ns)
+    }
+    fn stats(&self, _lane: usize) -> &LinkStats {
+        Link::stats(self)
     }
 }
 

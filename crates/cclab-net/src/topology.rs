@@ -65,6 +65,30 @@ pub struct LinkPairSpec {
     pub elide_ideal: bool,
 }
 
+/// What kind of multi-port medium.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MediumKind {
+    /// [`crate::shared::SharedChannel`]: one transmitter shared round-robin by its ports.
+    #[default]
+    Shared,
+}
+
+/// A multi-port medium joining several nodes (each node's port is its interface on it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MediumSpec {
+    /// Unique among links and media.
+    pub name: String,
+    /// The nodes on it; port k is `nodes[k]`.
+    pub nodes: Vec<String>,
+    /// Its model.
+    #[serde(default)]
+    pub kind: MediumKind,
+    /// The model's settings.
+    pub spec: crate::shared::SharedSpec,
+}
+
 /// Which way a link is crossed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -75,24 +99,35 @@ pub enum Dir {
     Rev,
 }
 
-/// One link crossed in one direction.
+/// One element crossed from one port to another: a link (element `k < links.len()`, port 0 is
+/// `endpoints[0]`, so `Fwd` is 0 -> 1) or a medium (element `links.len() + m`, port k is
+/// `nodes[k]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Hop {
-    /// Index of the link in [`Graph::links`].
-    pub link: usize,
-    /// The direction crossed.
-    pub dir: Dir,
+    /// Index of the element: links first, then media.
+    pub elem: usize,
+    /// Port it enters by.
+    pub from: usize,
+    /// Port it leaves by.
+    pub to: usize,
 }
 
 impl Hop {
-    /// The reverse crossing of the same link.
+    /// The reverse crossing of the same element.
     pub fn reversed(self) -> Hop {
         Hop {
-            link: self.link,
-            dir: match self.dir {
-                Dir::Fwd => Dir::Rev,
-                Dir::Rev => Dir::Fwd,
-            },
+            elem: self.elem,
+            from: self.to,
+            to: self.from,
+        }
+    }
+
+    /// For a link: the direction crossed.
+    pub fn dir(self) -> Dir {
+        if self.from == 0 {
+            Dir::Fwd
+        } else {
+            Dir::Rev
         }
     }
 }
@@ -104,6 +139,8 @@ pub struct Graph {
     pub nodes: Vec<NodeSpec>,
     /// The links, in declaration order.
     pub links: Vec<LinkPairSpec>,
+    /// The multi-port media, in declaration order.
+    pub media: Vec<MediumSpec>,
     node_ix: HashMap<String, usize>,
     /// Per node: (neighbour, the hop that reaches it), in link declaration order.
     adj: Vec<Vec<(usize, Hop)>>,
@@ -114,6 +151,15 @@ pub struct Graph {
 impl Graph {
     /// Check and index `nodes` and `links` (errors name `nodes[i]...` and `links[k]...`).
     pub fn new(nodes: Vec<NodeSpec>, links: Vec<LinkPairSpec>) -> Result<Graph, NetError> {
+        Graph::with_media(nodes, links, Vec::new())
+    }
+
+    /// [`Graph::new`] with multi-port media too (errors name `media[m]...`).
+    pub fn with_media(
+        nodes: Vec<NodeSpec>,
+        links: Vec<LinkPairSpec>,
+        media: Vec<MediumSpec>,
+    ) -> Result<Graph, NetError> {
         let mut node_ix = HashMap::new();
         for (i, n) in nodes.iter().enumerate() {
             if n.name.is_empty() {
@@ -183,17 +229,91 @@ impl Graph {
             adj[a].push((
                 b,
                 Hop {
-                    link: k,
-                    dir: Dir::Fwd,
+                    elem: k,
+                    from: 0,
+                    to: 1,
                 },
             ));
             adj[b].push((
                 a,
                 Hop {
-                    link: k,
-                    dir: Dir::Rev,
+                    elem: k,
+                    from: 1,
+                    to: 0,
                 },
             ));
+        }
+        for (m, md) in media.iter().enumerate() {
+            let elem = links.len() + m;
+            if md.name.is_empty() {
+                return Err(NetError::field(
+                    format!("media[{m}].name"),
+                    "a non-empty name",
+                ));
+            }
+            if let Some(j) = seen_link.insert(&md.name, elem) {
+                let other = if j < links.len() {
+                    format!("links[{j}]")
+                } else {
+                    format!("media[{}]", j - links.len())
+                };
+                return Err(NetError::field(
+                    format!("media[{m}].name"),
+                    format!(
+                        "{:?} is already the name of {other}: names are unique",
+                        md.name
+                    ),
+                ));
+            }
+            if md.nodes.len() < 2 {
+                return Err(NetError::field(
+                    format!("media[{m}].nodes"),
+                    "at least two nodes",
+                ));
+            }
+            let mut ix = Vec::with_capacity(md.nodes.len());
+            for (e, name) in md.nodes.iter().enumerate() {
+                let i = *node_ix.get(name).ok_or_else(|| {
+                    NetError::field(
+                        format!("media[{m}].nodes[{e}]"),
+                        format!("{name:?} is not a node; nodes are {}", names(&nodes)),
+                    )
+                })?;
+                if ix.contains(&i) {
+                    return Err(NetError::field(
+                        format!("media[{m}].nodes[{e}]"),
+                        format!("{name:?} is on it twice"),
+                    ));
+                }
+                ix.push(i);
+            }
+            for (p, &a) in ix.iter().enumerate() {
+                for (q, &b) in ix.iter().enumerate() {
+                    if p == q {
+                        continue;
+                    }
+                    if p < q {
+                        if let Some(j) = pair_link.insert((a.min(b), a.max(b)), elem) {
+                            return Err(NetError::field(
+                                format!("media[{m}].nodes"),
+                                format!(
+                                    "{:?} and {:?} are already joined (element {j}): two elements between \
+                                     two nodes are not supported",
+                                    md.nodes[p], md.nodes[q]
+                                ),
+                            ));
+                        }
+                    }
+                    adj[a].push((
+                        b,
+                        Hop {
+                            elem,
+                            from: p,
+                            to: q,
+                        },
+                    ));
+                }
+            }
         }
         for (i, n) in nodes.iter().enumerate() {
             if adj[i].is_empty() {
@@ -231,6 +351,7 @@ impl Graph {
         Ok(Graph {
             nodes,
             links,
+            media,
             node_ix,
             adj,
             static_next,
@@ -242,24 +363,35 @@ impl Graph {
         self.node_ix.get(name).copied()
     }
 
+    /// The node at `port` of element `elem`.
+    fn node_at(&self, elem: usize, port: usize) -> usize {
+        let name = match self.links.get(elem) {
+            Some(l) => &l.endpoints[port],
+            None => &self.media[elem - self.links.len()].nodes[port],
+        };
+        self.node_ix[name]
+    }
+
     /// The node a hop leaves from and the node it reaches.
     pub fn ends(&self, h: Hop) -> (usize, usize) {
-        let l = &self.links[h.link];
-        let a = self.node_ix[&l.endpoints[0]];
-        let b = self.node_ix[&l.endpoints[1]];
-        match h.dir {
-            Dir::Fwd => (a, b),
-            Dir::Rev => (b, a),
+        (self.node_at(h.elem, h.from), self.node_at(h.elem, h.to))
+    }
+
+    /// The name of element `elem` (a link's or a medium's).
+    pub fn elem_name(&self, elem: usize) -> &str {
+        match self.links.get(elem) {
+            Some(l) => &l.name,
+            None => &self.media[elem - self.links.len()].name,
         }
     }
 
-    /// The link direction a hop crosses.
-    pub fn spec(&self, h: Hop) -> &LinkSpec {
-        let l = &self.links[h.link];
-        match h.dir {
+    /// The link direction a hop crosses, if the hop is on a link.
+    pub fn spec(&self, h: Hop) -> Option<&LinkSpec> {
+        let l = self.links.get(h.elem)?;
+        Some(match h.dir() {
             Dir::Fwd => &l.fwd,
             Dir::Rev => &l.rev,
-        }
+        })
     }
 
     fn hop_between(&self, a: usize, b: usize) -> Option<Hop> {
@@ -309,7 +441,11 @@ impl Graph {
                 self.hop_between(w[0], w[1]).ok_or_else(|| {
                     NetError::field(
                         format!("{field}[{}]", k + 1),
-                        format!("no link joins {:?} and {:?}", nodes[k], nodes[k + 1]),
+                        format!(
+                            "no link or medium joins {:?} and {:?}",
+                            nodes[k],
+                            nodes[k + 1]
+                        ),
                     )
                 })
             })
@@ -472,19 +608,19 @@ mod tests {
     fn routes_take_the_shortest_way_and_paths_the_given_one() {
         let g = graph();
         let r = g.route("s", "d", "flows[0]").unwrap();
-        assert_eq!(r.iter().map(|h| h.link).collect::<Vec<_>>(), [0, 1, 2]);
-        assert!(r.iter().all(|h| h.dir == Dir::Fwd));
+        assert_eq!(r.iter().map(|h| h.elem).collect::<Vec<_>>(), [0, 1, 2]);
+        assert!(r.iter().all(|h| h.dir() == Dir::Fwd));
         let back = g.route("d", "s", "flows[0]").unwrap();
         assert_eq!(
-            back.iter().map(|h| (h.link, h.dir)).collect::<Vec<_>>(),
+            back.iter().map(|h| (h.elem, h.dir())).collect::<Vec<_>>(),
             [(2, Dir::Rev), (1, Dir::Rev), (0, Dir::Rev)]
         );
         let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let p = g
             .path_through(&names(&["s", "r3", "r4", "r2", "d"]), "flows[1].path")
             .unwrap();
-        assert_eq!(p.iter().map(|h| h.link).collect::<Vec<_>>(), [3, 4, 5, 2]);
-        assert_eq!(p[2].dir, Dir::Fwd);
+        assert_eq!(p.iter().map(|h| h.elem).collect::<Vec<_>>(), [3, 4, 5, 2]);
+        assert_eq!(p[2].dir(), Dir::Fwd);
         assert_eq!(g.ends(p[0]), (0, 4));
     }
 
@@ -538,12 +674,78 @@ mod tests {
         let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let (f, m) = err_of(g.path_through(&names(&["s", "r2", "d"]), "flows[0].path"));
         assert_eq!(f, "flows[0].path[1]");
-        assert!(m.contains("no link joins \"s\" and \"r2\""), "{m}");
+        assert!(
+            m.contains("no link or medium joins \"s\" and \"r2\""),
+            "{m}"
+        );
         let (f, m) = err_of(g.path_through(&names(&["s", "r1", "s"]), "flows[0].path"));
         assert_eq!(f, "flows[0].path[2]");
         assert!(m.contains("loop"), "{m}");
         let (f, _) = err_of(g.path_through(&names(&["s", "zz"]), "flows[0].path"));
         assert_eq!(f, "flows[0].path[1]");
+    }
+
+    #[test]
+    fn a_medium_joins_every_pair_of_its_nodes() {
+        use NodeKind::*;
+        let spec = crate::shared::SharedSpec {
+            rate_bps: 1,
+            delay_ms: 0.0,
+            queue_pkts: None,
+            overhead_us: 0.0,
+            loss_model: crate::loss::LossModel::None,
+        };
+        let cell = MediumSpec {
+            name: "cell".into(),
+            nodes: vec!["a".into(), "b".into(), "ap".into()],
+            kind: MediumKind::Shared,
+            spec,
+        };
+        let g = Graph::with_media(
+            vec![
+                node("a", Host),
+                node("b", Host),
+                node("ap", Router),
+                node("srv", Host),
+            ],
+            vec![link("wire", "ap", "srv")],
+            vec![cell.clone()],
+        )
+        .unwrap();
+        let r = g.route("a", "srv", "flows[0]").unwrap();
+        assert_eq!(
+            r,
+            [
+                Hop {
+                    elem: 1,
+                    from: 0,
+                    to: 2
+                },
+                Hop {
+                    elem: 0,
+                    from: 0,
+                    to: 1
+                }
+            ]
+        );
+        assert_eq!(g.elem_name(1), "cell");
+        assert!(g.spec(r[0]).is_none() && g.spec(r[1]).is_some());
+        // Host to host across the cell, directly.
+        assert_eq!(
+            g.route("b", "a", "flows[1]").unwrap(),
+            [Hop {
+                elem: 1,
+                from: 1,
+                to: 0
+            }]
+        );
+        let (f, m) = err_of(Graph::with_media(
+            vec![node("a", Host), node("b", Host), node("ap", Router)],
+            vec![link("wire", "a", "ap")],
+            vec![cell],
+        ));
+        assert_eq!(f, "media[0].nodes");
+        assert!(m.contains("already joined"), "{m}");
     }
 
     #[test]

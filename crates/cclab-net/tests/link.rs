@@ -322,14 +322,14 @@ fn per_element_streams_are_independent() {
 }
 
 #[test]
-fn links_work_behind_the_element_trait() {
-    let mut e: Box<dyn Element<P>> = Box::new(link(cfg(8_000_000, 10, QueueLimit::Packets(1))));
-    e.enqueue(0, P(0, 1000)).unwrap();
-    assert!(e.enqueue(0, P(1, 1000)).is_err());
-    assert_eq!((e.queue_pkts(0), e.queue_bytes(0)), (1, 1000));
-    assert_eq!(e.next_arrival_ns(), Some(11 * MS));
-    assert_eq!(e.pop_arrived(11 * MS), Some(P(0, 1000)));
-    assert_eq!(e.stats().delivered_pkts, 1);
+fn links_work_behind_the_medium_trait() {
+    let mut e: Box<dyn Medium<P>> = Box::new(link(cfg(8_000_000, 10, QueueLimit::Packets(1))));
+    e.enqueue(0, 0, 1, P(0, 1000)).unwrap();
+    assert!(e.enqueue(0, 0, 1, P(1, 1000)).is_err());
+    assert_eq!((e.queue_pkts(0, 0), e.queue_bytes(0, 0)), (1, 1000));
+    assert_eq!(e.next_event_ns(), Some(11 * MS));
+    assert_eq!(e.pop_delivered(11 * MS), Some(P(0, 1000)));
+    assert_eq!(e.stats(0).delivered_pkts, 1);
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 use crate::cc::{self, Params};
 pub use cclab_net::spec::{ms_to_ns, s_to_ns, DelaySpikeSpec, LinkSpec, OutageSpec};
-pub use cclab_net::topology::{LinkPairSpec, NodeKind, NodeSpec};
+pub use cclab_net::topology::{LinkPairSpec, MediumSpec, NodeKind, NodeSpec};
 use cclab_net::NetError;
 use serde::{Deserialize, Serialize};
 
@@ -63,6 +63,9 @@ pub struct Scenario {
     /// General form: point-to-point links between nodes.
     #[serde(default)]
     pub links: Vec<LinkPairSpec>,
+    /// General form: multi-port media (shared channels) joining several nodes.
+    #[serde(default)]
+    pub media: Vec<MediumSpec>,
     pub flows: Vec<FlowSpec>,
 }
 
@@ -356,7 +359,7 @@ impl Scenario {
     }
 
     fn validate_network(&self) -> Result<(), ConfigError> {
-        let general = !self.nodes.is_empty() || !self.links.is_empty();
+        let general = !self.nodes.is_empty() || !self.links.is_empty() || !self.media.is_empty();
         match (&self.bottleneck, general) {
             (Some(_), true) => return Err(err(
                 "nodes",
@@ -405,6 +408,9 @@ impl Scenario {
                 for (k, l) in self.links.iter().enumerate() {
                     l.fwd.validate(&format!("links[{k}]"))?;
                     l.rev.validate(&format!("links[{k}].reverse"))?;
+                }
+                for (m, md) in self.media.iter().enumerate() {
+                    md.spec.validate(&format!("media[{m}]"))?;
                 }
             }
         }

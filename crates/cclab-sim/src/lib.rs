@@ -74,19 +74,16 @@ pub struct FlowStats {
     pub completion_s: Option<f64>,
 }
 
-/// Per-link counters.
+/// One lane's counters (a link direction, or a medium port's queue), named: cclab-net's
+/// counters with the lane's name (one counters type for the models, the simulator, cclab-link
+/// and summary.json).
 #[derive(Debug, Clone, Serialize)]
 pub struct LinkStats {
+    /// The lane's name in the links table.
     pub link: String,
-    pub enqueued_pkts: u64,
-    pub dropped_random_pkts: u64,
-    pub dropped_queue_full_pkts: u64,
-    /// Dropped by the link's AQM (RED, CoDel, FQ-CoDel, PIE).
-    pub dropped_aqm_pkts: u64,
-    pub tx_bytes: u64,
-    pub delivered_pkts: u64,
-    /// ECT packets marked CE.
-    pub ce_marks: u64,
+    /// Its counters.
+    #[serde(flatten)]
+    pub counters: cclab_net::LinkStats,
 }
 
 /// The links one flow's packets cross (the simulated ones, by name) and the nodes they pass.

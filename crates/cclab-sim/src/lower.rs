@@ -13,6 +13,7 @@
 //! always simulated.
 
 use crate::config::{ConfigError, Duplex, Host, Scenario};
+use cclab_net::shared::SharedSpec;
 use cclab_net::spec::LinkSpec;
 use cclab_net::topology::{Dir, Graph, Hop, LinkPairSpec, NodeKind, NodeSpec};
 use serde::Serialize;
@@ -41,6 +42,34 @@ pub struct SimLink {
     pub spec: LinkSpec,
 }
 
+/// A multi-port medium to simulate.
+#[derive(Debug, Clone, Serialize)]
+pub struct SimMedium {
+    /// Its name (the root of its random stream).
+    pub name: String,
+    /// Its nodes: port k is `nodes[k]`.
+    pub nodes: Vec<String>,
+    /// Its queues' names in traces, one per port: `<medium>.<node>`.
+    pub lanes: Vec<String>,
+    /// Where it is in the scenario file (`media[2]`).
+    pub field: String,
+    /// Its model.
+    pub spec: SharedSpec,
+}
+
+/// One element crossed: `element` numbers the simulated link directions first
+/// ([`Lowered::links`]), then the media ([`Lowered::media`], from `links.len()`); a link
+/// direction is crossed from port 0 to port 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SimHop {
+    /// The element.
+    pub element: u32,
+    /// Port it enters by.
+    pub from: u32,
+    /// Port it leaves by.
+    pub to: u32,
+}
+
 /// Where one flow's packets go.
 #[derive(Debug, Clone, Serialize)]
 pub struct FlowRoute {
@@ -50,20 +79,19 @@ pub struct FlowRoute {
     pub sender: String,
     /// Receiver host.
     pub receiver: String,
-    /// Indices into [`Lowered::links`] of the data direction, in order.
-    pub fwd: Vec<u32>,
-    /// Indices into [`Lowered::links`] of the ACK direction, in order.
-    pub rev: Vec<u32>,
+    /// The simulated elements the data crosses, in order.
+    pub fwd: Vec<SimHop>,
+    /// The simulated elements the ACKs cross, in order.
+    pub rev: Vec<SimHop>,
     /// Nodes the data crosses, sender first.
     pub fwd_nodes: Vec<String>,
     /// Nodes the ACKs cross, receiver first.
     pub rev_nodes: Vec<String>,
-    /// The scenario link the sender sends on (its interface) and the one the receiver answers
-    /// on, simulated or not.
+    /// The scenario link or medium the sender sends on (its interface), simulated or not.
     pub sender_link: String,
-    /// The scenario link the data reaches the receiver by.
+    /// The scenario link or medium the data reaches the receiver by.
     pub receiver_link: String,
-    /// The scenario link the receiver sends its ACKs on (`receiver_link` unless a
+    /// The scenario link or medium the receiver sends its ACKs on (`receiver_link` unless a
     /// `reverse_path` or the routing table sends them another way).
     pub ack_link: String,
 }
@@ -78,6 +106,8 @@ pub struct Lowered {
     /// The simulated link directions, in trace order: links in declaration order, `fwd` then
     /// `rev`.
     pub links: Vec<SimLink>,
+    /// The multi-port media, in declaration order (their lanes follow the links in traces).
+    pub media: Vec<SimMedium>,
     /// One per flow, in the scenario's order.
     pub flows: Vec<FlowRoute>,
 }
@@ -142,12 +172,12 @@ fn expand_dumbbell(
 /// Lower `sc` (its fields already checked one by one by `Scenario::validate`). Errors name the
 /// scenario field: a bad topology, a path that does not exist, an unreachable receiver.
 pub fn lower(sc: &Scenario) -> Result<Lowered, ConfigError> {
-    let (nodes, pairs, dumbbell) = match &sc.bottleneck {
+    let (nodes, pairs, media, dumbbell) = match &sc.bottleneck {
         Some(b) => {
             let (n, l) = expand_dumbbell(b, &sc.senders(), &sc.receivers());
-            (n, l, true)
+            (n, l, Vec::new(), true)
         }
-        None => (sc.nodes.clone(), sc.links.clone(), false),
+        None => (sc.nodes.clone(), sc.links.clone(), sc.media.clone(), false),
     };
     let fields: Vec<String> = if dumbbell {
         let s = sc.senders().len();
@@ -161,7 +191,7 @@ pub fn lower(sc: &Scenario) -> Result<Lowered, ConfigError> {
     } else {
         (0..pairs.len()).map(|k| format!("links[{k}]")).collect()
     };
-    let g = Graph::new(nodes, pairs).map_err(|e| {
+    let g = Graph::with_media(nodes, pairs, media).map_err(|e| {
         let e = ConfigError::from(e);
         if dumbbell {
             // A host named like another host or a router of the expansion.
@@ -176,12 +206,14 @@ pub fn lower(sc: &Scenario) -> Result<Lowered, ConfigError> {
     // Number the simulated directions.
     let mut links = Vec::new();
     let mut index: BTreeMap<(usize, bool), u32> = BTreeMap::new();
+    let dirs = [(Dir::Fwd, 0, 1), (Dir::Rev, 1, 0)];
     for (k, p) in g.links.iter().enumerate() {
         for (dir, spec, suffix) in [(Dir::Fwd, &p.fwd, "fwd"), (Dir::Rev, &p.rev, "rev")] {
             if p.elide_ideal && spec.is_ideal() {
                 continue;
             }
-            let (a, b) = g.ends(Hop { link: k, dir });
+            let (_, from, to) = dirs[(dir == Dir::Rev) as usize];
+            let (a, b) = g.ends(Hop { elem: k, from, to });
             index.insert((k, dir == Dir::Fwd), links.len() as u32);
             links.push(SimLink {
                 name: format!("{}.{suffix}", p.name),
@@ -196,6 +228,23 @@ pub fn lower(sc: &Scenario) -> Result<Lowered, ConfigError> {
             });
         }
     }
+    let n_links = links.len() as u32;
+    let media: Vec<SimMedium> = g
+        .media
+        .iter()
+        .enumerate()
+        .map(|(m, md)| SimMedium {
+            name: md.name.clone(),
+            nodes: md.nodes.clone(),
+            lanes: md
+                .nodes
+                .iter()
+                .map(|n| format!("{}.{n}", md.name))
+                .collect(),
+            field: format!("media[{m}]"),
+            spec: md.spec.clone(),
+        })
+        .collect();
     let mut flows = Vec::new();
     for (i, f) in sc.flows.iter().enumerate() {
         let p = format!("flows[{i}]");
@@ -245,9 +294,23 @@ pub fn lower(sc: &Scenario) -> Result<Lowered, ConfigError> {
             (None, Some(_)) => fwd_hops.iter().rev().map(|h| h.reversed()).collect(),
             (None, None) => g.route(&f.receiver, &f.sender, &p)?,
         };
-        let sim = |hops: &[Hop]| -> Vec<u32> {
+        let sim = |hops: &[Hop]| -> Vec<SimHop> {
             hops.iter()
-                .filter_map(|h| index.get(&(h.link, h.dir == Dir::Fwd)).copied())
+                .filter_map(|h| {
+                    if h.elem < g.links.len() {
+                        index.get(&(h.elem, h.dir() == Dir::Fwd)).map(|&l| SimHop {
+                            element: l,
+                            from: 0,
+                            to: 1,
+                        })
+                    } else {
+                        Some(SimHop {
+                            element: n_links + (h.elem - g.links.len()) as u32,
+                            from: h.from as u32,
+                            to: h.to as u32,
+                        })
+                    }
+                })
                 .collect()
         };
         let node_names = |start: &str, hops: &[Hop]| -> Vec<String> {
@@ -272,15 +335,16 @@ pub fn lower(sc: &Scenario) -> Result<Lowered, ConfigError> {
             rev,
             fwd_nodes: node_names(&f.sender, &fwd_hops),
             rev_nodes: node_names(&f.receiver, &rev_hops),
-            sender_link: g.links[fwd_hops[0].link].name.clone(),
-            receiver_link: g.links[fwd_hops[fwd_hops.len() - 1].link].name.clone(),
-            ack_link: g.links[rev_hops[0].link].name.clone(),
+            sender_link: g.elem_name(fwd_hops[0].elem).to_string(),
+            receiver_link: g.elem_name(fwd_hops[fwd_hops.len() - 1].elem).to_string(),
+            ack_link: g.elem_name(rev_hops[0].elem).to_string(),
         });
     }
     Ok(Lowered {
         nodes: g.nodes,
         pairs: g.links,
         links,
+        media,
         flows,
     })
 }

@@ -5,7 +5,7 @@
 use crate::cc;
 use crate::config::{ms_to_ns, s_to_ns, ConfigError, Scenario, TraceMode};
 use crate::engine::{Event, EventQueue};
-use crate::lower::lower;
+use crate::lower::{lower, Lowered, SimHop};
 use crate::tcp::ecn::EcnMode;
 use crate::tcp::receiver::{Receiver, ReceiverConfig};
 use crate::tcp::segment::{
@@ -14,7 +14,8 @@ use crate::tcp::segment::{
 use crate::tcp::sender::{Sender, SenderConfig};
 use crate::trace::{EventTrace, FlowTrace, LinkTrace};
 use crate::{RunOutput, SimError};
-use cclab_net::element::Element;
+use cclab_net::medium::Medium;
+use cclab_net::shared::SharedChannel;
 
 /// Bytes of a SYN or SYN-ACK on the wire (20 B IPv4 + 40 B TCP with MSS, SACK, TS, WS options).
 const SYN_BYTES: u64 = 60;
@@ -63,13 +64,16 @@ impl NetPacket for Packet {
     }
 }
 
+/// One simulated element: a link direction (a 2-port medium) or a multi-port medium.
 struct LinkSlot {
+    /// Its name in events (`bottleneck.fwd`, `cell`).
     name: String,
-    /// A link today; shared media (WLAN cell, mesh chain) implement the same trait.
-    link: Box<dyn Element<Packet>>,
-    /// It runs an AQM: packets may be dropped from its queue, and any call may move its next
-    /// wake-up.
+    link: Box<dyn Medium<Packet>>,
+    /// It may drop packets after taking them (an AQM, a shared channel's air loss), and any call
+    /// may move its next wake-up.
     aqm: bool,
+    /// Index of its first lane in the links table (its lanes are consecutive).
+    first_lane: u32,
 }
 
 struct FlowSlot {
@@ -88,8 +92,11 @@ struct FlowSlot {
 /// The simulation of one scenario with one seed.
 pub struct World {
     links: Vec<LinkSlot>,
-    /// Routes: the link indices a packet crosses, in order (two per flow: data, then ACKs).
-    routes: Vec<Vec<u32>>,
+    /// Routes: the elements a packet crosses, in order, with their ports (two per flow: data,
+    /// then ACKs).
+    routes: Vec<Vec<SimHop>>,
+    /// Names of the links table's lanes (a link direction's one, each medium port's).
+    lane_names: Vec<String>,
     /// Per flow, the names of the links its data and its ACKs cross (for the summary).
     paths: Vec<crate::FlowPath>,
     flows: Vec<FlowSlot>,
@@ -109,18 +116,32 @@ impl World {
     pub fn new(sc: &Scenario) -> Result<World, SimError> {
         sc.validate()?;
         let net = lower(sc)?;
-        let mut links: Vec<LinkSlot> = Vec::with_capacity(net.links.len());
+        let mut links: Vec<LinkSlot> = Vec::with_capacity(net.links.len() + net.media.len());
+        let mut lane_names = Vec::new();
         for l in &net.links {
             let cfg = l.spec.link_config().map_err(|e| {
                 SimError::Config(ConfigError::new(format!("{}.capacity_trace", l.field), e))
             })?;
-            let link: Box<dyn Element<Packet>> =
+            let link: Box<dyn Medium<Packet>> =
                 Box::new(Link::new(cfg, rng::stream(sc.seed, &l.name)));
             links.push(LinkSlot {
                 name: l.name.clone(),
                 link,
                 aqm: !l.spec.qdisc.is_drop_tail(),
+                first_lane: lane_names.len() as u32,
             });
+            lane_names.push(l.name.clone());
+        }
+        for m in &net.media {
+            let ch =
+                SharedChannel::new(m.spec.clone(), m.nodes.len(), rng::stream(sc.seed, &m.name));
+            links.push(LinkSlot {
+                name: m.name.clone(),
+                link: Box::new(ch),
+                aqm: true,
+                first_lane: lane_names.len() as u32,
+            });
+            lane_names.extend(m.lanes.iter().cloned());
         }
         let hz = sc.sim.kernel_hz;
         let mut flows = Vec::new();
@@ -133,12 +154,20 @@ impl World {
                 .fwd
                 .iter()
                 .chain(&r.rev)
-                .map(|&l| {
-                    let h = &net.links[l as usize].spec;
-                    ms_to_ns(h.delay_ms)
-                        + h.rate_bps
-                            .filter(|&r| r > 0)
-                            .map_or(0, |r| SYN_BYTES * 8 * 1_000_000_000 / r)
+                .map(|h| match net.links.get(h.element as usize) {
+                    Some(l) => {
+                        let h = &l.spec;
+                        ms_to_ns(h.delay_ms)
+                            + h.rate_bps
+                                .filter(|&r| r > 0)
+                                .map_or(0, |r| SYN_BYTES * 8 * 1_000_000_000 / r)
+                    }
+                    None => {
+                        let m = &net.media[h.element as usize - net.links.len()].spec;
+                        ms_to_ns(m.delay_ms)
+                            + (m.overhead_us * 1000.0).round() as u64
+                            + SYN_BYTES * 8 * 1_000_000_000 / m.rate_bps.max(1)
+                    }
                 })
                 .sum();
             let fwd_route = routes.len() as u32;
@@ -219,22 +248,15 @@ impl World {
             .iter()
             .map(|r| crate::FlowPath {
                 flow: r.flow.clone(),
-                fwd: r
-                    .fwd
-                    .iter()
-                    .map(|&l| net.links[l as usize].name.clone())
-                    .collect(),
-                rev: r
-                    .rev
-                    .iter()
-                    .map(|&l| net.links[l as usize].name.clone())
-                    .collect(),
+                fwd: r.fwd.iter().map(|h| hop_name(&net, h)).collect(),
+                rev: r.rev.iter().map(|h| hop_name(&net, h)).collect(),
                 fwd_nodes: r.fwd_nodes.clone(),
                 rev_nodes: r.rev_nodes.clone(),
             })
             .collect();
         Ok(World {
             links,
+            lane_names,
             routes,
             paths,
             flows,
@@ -288,23 +310,26 @@ impl World {
     }
 
     fn on_sample(&mut self, t: u64) {
-        for (i, l) in self.links.iter_mut().enumerate() {
+        for l in self.links.iter_mut() {
             if l.aqm {
-                // Catch up first: dequeues and AQM drops due by `t` change the counters.
-                l.link.queue_pkts(t);
+                // Catch up first: dequeues and drops due by `t` change the counters.
+                l.link.queue_pkts(t, 0);
             }
-            let st = l.link.stats();
-            let drops = st.dropped_random_pkts + st.dropped_queue_full_pkts + st.dropped_aqm_pkts;
-            let tx = st.tx_bytes;
-            let ce = st.ce_marks;
-            let lt = &mut self.link_trace;
-            lt.link.push(i as i32);
-            lt.t_s.push(t as f64 * 1e-9);
-            lt.queue_pkts.push(l.link.queue_pkts(t));
-            lt.queue_bytes.push(l.link.queue_bytes(t));
-            lt.drops.push(drops);
-            lt.tx_bytes.push(tx);
-            lt.ce_marks.push(ce);
+            for lane in 0..l.link.lanes() {
+                let st = l.link.stats(lane);
+                let drops =
+                    st.dropped_random_pkts + st.dropped_queue_full_pkts + st.dropped_aqm_pkts;
+                let tx = st.tx_bytes;
+                let ce = st.ce_marks;
+                let lt = &mut self.link_trace;
+                lt.link.push((l.first_lane + lane as u32) as i32);
+                lt.t_s.push(t as f64 * 1e-9);
+                lt.queue_pkts.push(l.link.queue_pkts(t, lane));
+                lt.queue_bytes.push(l.link.queue_bytes(t, lane));
+                lt.drops.push(drops);
+                lt.tx_bytes.push(tx);
+                lt.ce_marks.push(ce);
+            }
         }
         for l in 0..self.links.len() as u32 {
             if self.links[l as usize].aqm {
@@ -326,12 +351,12 @@ impl World {
     }
 
     fn schedule_link(&mut self, l: u32) {
-        let na = self.links[l as usize].link.next_arrival_ns();
+        let na = self.links[l as usize].link.next_event_ns();
         self.q.set(Event::LinkArrival(l), na);
     }
 
     fn on_link_arrival(&mut self, t: u64, l: u32) {
-        while let Some(p) = self.links[l as usize].link.pop_arrived(t) {
+        while let Some(p) = self.links[l as usize].link.pop_delivered(t) {
             self.forward(t, p);
         }
         self.drain_aqm(l);
@@ -342,8 +367,8 @@ impl World {
     fn forward(&mut self, t: u64, mut p: Packet) {
         p.hop += 1;
         let fi = p.flow as usize;
-        if let Some(&l) = self.routes[p.route as usize].get(p.hop as usize) {
-            self.enqueue(t, l, p);
+        if let Some(&h) = self.routes[p.route as usize].get(p.hop as usize) {
+            self.enqueue(t, h, p);
             return;
         }
         // The end of its route: the flow's receiver (data) or sender (ACKs) takes it.
@@ -365,8 +390,12 @@ impl World {
         }
     }
 
-    fn enqueue(&mut self, t: u64, l: u32, p: Packet) {
-        match self.links[l as usize].link.enqueue(t, p) {
+    fn enqueue(&mut self, t: u64, h: SimHop, p: Packet) {
+        let l = h.element;
+        match self.links[l as usize]
+            .link
+            .enqueue(t, h.from as usize, h.to as usize, p)
+        {
             Ok(()) => self.schedule_link(l),
             Err(d) => {
                 self.log_drop(t, l, d);
@@ -566,27 +595,19 @@ impl World {
                 }
             })
             .collect();
-        let link_stats = self
-            .links
-            .iter()
-            .map(|l| {
-                let s = l.link.stats();
-                crate::LinkStats {
-                    dropped_aqm_pkts: s.dropped_aqm_pkts,
-                    link: l.name.clone(),
-                    enqueued_pkts: s.enqueued_pkts,
-                    dropped_random_pkts: s.dropped_random_pkts,
-                    dropped_queue_full_pkts: s.dropped_queue_full_pkts,
-                    tx_bytes: s.tx_bytes,
-                    delivered_pkts: s.delivered_pkts,
-                    ce_marks: s.ce_marks,
-                }
-            })
-            .collect();
+        let mut link_stats = Vec::with_capacity(self.lane_names.len());
+        for l in &self.links {
+            for lane in 0..l.link.lanes() {
+                link_stats.push(crate::LinkStats {
+                    link: self.lane_names[(l.first_lane as usize) + lane].clone(),
+                    counters: *l.link.stats(lane),
+                });
+            }
+        }
         RunOutput {
             paths: self.paths,
             flow_names: self.flows.iter().map(|f| f.name.clone()).collect(),
-            link_names: self.links.iter().map(|l| l.name.clone()).collect(),
+            link_names: self.lane_names,
             flows: self.flow_trace,
             links: self.link_trace,
             events: self.events,
@@ -594,6 +615,20 @@ impl World {
             link_stats,
             events_processed: self.q.processed,
             sim_duration_s: end_ns as f64 * 1e-9,
+        }
+    }
+}
+
+/// The name of what a hop crosses: a link direction's name, or `<medium>:<from node>><to node>`.
+fn hop_name(net: &Lowered, h: &SimHop) -> String {
+    match net.links.get(h.element as usize) {
+        Some(l) => l.name.clone(),
+        None => {
+            let m = &net.media[h.element as usize - net.links.len()];
+            format!(
+                "{}:{}>{}",
+                m.name, m.nodes[h.from as usize], m.nodes[h.to as usize]
+            )
         }
     }
 }

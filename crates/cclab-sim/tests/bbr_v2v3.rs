@@ -249,8 +249,10 @@ fn startup_ends_on_loss_above_two_percent_before_the_bw_plateau() {
             startup_exit_s(&plateau_only),
         );
         let (da, db) = (
-            with_loss_exit.link_stats[0].dropped_queue_full_pkts,
-            plateau_only.link_stats[0].dropped_queue_full_pkts,
+            with_loss_exit.link_stats[0]
+                .counters
+                .dropped_queue_full_pkts,
+            plateau_only.link_stats[0].counters.dropped_queue_full_pkts,
         );
         eprintln!(
             "{cc}: STARTUP ends at {a:.2} s ({da} drops); plateau only {b:.2} s ({db} drops)"

@@ -129,8 +129,8 @@ impl Run {
             self.max_queue(),
             self.max_queue_all(),
             st.retrans_pkts,
-            self.out.link_stats[0].dropped_queue_full_pkts,
-            self.out.link_stats[0].ce_marks,
+            self.out.link_stats[0].counters.dropped_queue_full_pkts,
+            self.out.link_stats[0].counters.ce_marks,
             st.cwr_count,
             r.iter().sum::<f64>() / r.len().max(1) as f64,
         )
@@ -149,7 +149,7 @@ fn dctcp_holds_the_queue_at_k_with_full_goodput() {
     // Marks instead of drops: nothing to repair.
     assert_eq!(st.retrans_pkts, 0);
     assert_eq!(st.rto_count, 0);
-    assert_eq!(d.out.link_stats[0].dropped_queue_full_pkts, 0);
+    assert_eq!(d.out.link_stats[0].counters.dropped_queue_full_pkts, 0);
     assert!(!d.out.flows.ca_state.contains(&3), "never in Recovery");
     // The queue sits at K: mean within 0.5 K .. 1.5 K, few packets either side, and never near
     // the buffer, not even in slow start.
@@ -202,7 +202,7 @@ fn dctcp_holds_the_queue_at_k_with_full_goodput() {
     // fraction F (CE marks per delivered segment); at a reduction it is at its lowest (it
     // decayed through the unmarked windows before), so below F's mean but of its size.
     let alpha: Vec<f64> = ratios.iter().map(|r| 2.0 * (1.0 - r)).collect();
-    let f = d.out.link_stats[0].ce_marks as f64 / (st.delivered_bytes as f64 / MSS);
+    let f = d.out.link_stats[0].counters.ce_marks as f64 / (st.delivered_bytes as f64 / MSS);
     println!(
         "alpha at reductions {:.3}, marked fraction {f:.3}",
         mean(&alpha)

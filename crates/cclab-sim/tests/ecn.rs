@@ -89,13 +89,13 @@ fn reno_and_cubic_reduce_by_beta_once_per_window_without_loss() {
             goodput,
             mean(&q),
             q.iter().max().unwrap(),
-            out.link_stats[0].ce_marks
+            out.link_stats[0].counters.ce_marks
         );
         assert_eq!(
             st.retrans_pkts, 0,
             "{cc}: marks instead of drops: nothing to repair"
         );
-        assert_eq!(out.link_stats[0].dropped_queue_full_pkts, 0);
+        assert_eq!(out.link_stats[0].counters.dropped_queue_full_pkts, 0);
         assert!(cwrs.len() > 20, "{cc}: a reduction every few RTTs");
         assert_eq!(cwrs.len() as u64, st.cwr_count);
         for &(_, cwnd, ssthresh) in &cwrs {
@@ -126,7 +126,7 @@ fn reno_and_cubic_reduce_by_beta_once_per_window_without_loss() {
         let out_off = marking(cc, EcnMode::Off, rate, rtt_ms, k, 20.0).run();
         assert!(out_off.flow_stats[0].retrans_pkts > 0);
         assert_eq!(
-            out_off.link_stats[0].ce_marks, 0,
+            out_off.link_stats[0].counters.ce_marks, 0,
             "Not-ECT packets are never marked"
         );
         assert!(mean(&queue_after(&out_off, 2.0)) > 3.0 * mean(&q));
@@ -169,9 +169,9 @@ fn bbr2_and_bbr3_with_ecn_low_keep_the_queue_short() {
         let (gl, go) = (total_goodput_bps(&low), total_goodput_bps(&off));
         println!(
             "{cc}: low: queue mean {ql:.1} goodput {gl:.3e} ce {}; off: queue mean {qo:.1} goodput {go:.3e}",
-            low.link_stats[0].ce_marks
+            low.link_stats[0].counters.ce_marks
         );
-        assert!(low.link_stats[0].ce_marks > 0);
+        assert!(low.link_stats[0].counters.ce_marks > 0);
         assert!(ql * 4.0 < qo, "{cc}: ECN keeps the queue far shorter");
         assert!(ql < 15.0, "{cc}: the queue stays near K = 10");
         assert!(
@@ -194,9 +194,9 @@ fn bbr1_and_bbr3_with_classic_ecn_ignore_the_marks() {
         println!(
             "{cc}: on: queue mean {qn:.1} goodput {gn:.4e} cwr {} ce {}; off: queue mean {qo:.1} goodput {go:.4e}",
             on.flow_stats[0].cwr_count,
-            on.link_stats[0].ce_marks,
+            on.link_stats[0].counters.ce_marks,
         );
-        assert!(on.link_stats[0].ce_marks > 0 && on.flow_stats[0].cwr_count > 0);
+        assert!(on.link_stats[0].counters.ce_marks > 0 && on.flow_stats[0].cwr_count > 0);
         assert!(on.flows.ca_state.contains(&2));
         assert!((qn - qo).abs() < 0.1 * qo, "{cc}: queue {qn:.1} vs {qo:.1}");
         assert!(

@@ -2,8 +2,9 @@
 network the simulator builds) turned into namespaces, TUN interfaces, addresses, routes and the
 ``cclab-link`` spec.
 
-- Each host is a network namespace; each of its links is an interface there: a TUN device
-  ``cl<k>`` (k counts the host's links in declaration order) with its own address
+- Each host is a network namespace; each of its links (and each medium it is on) is an
+  interface there: a TUN device ``cl<k>`` (k counts the host's links in declaration order, then
+  its media) with its own address
   ``10.77.<host>.<k+1>``. A dumbbell host has one (its access link, modelled or not).
 - Routers are not namespaces: they live inside ``cclab-link``, which moves a packet from the TUN
   it was read on across the link directions of its flow's route and writes it into the TUN that
@@ -52,16 +53,18 @@ class KernelPlan:
     interfaces: dict[tuple[str, str], Interface]
     #: per flow: sender interface, receiver interface (the data's), receiver's ACK interface
     flows: list[tuple[Interface, Interface, Interface]]
-    #: cclab-link's links (simulated directions, named as in the simulator) and routes
+    #: cclab-link's links (simulated directions, named as in the simulator), media and routes
     links: list[dict[str, Any]]
     routes: list[dict[str, Any]]
     problems: list[str]
+    media: list[dict[str, Any]] = field(default_factory=list)
 
     def emulator_spec(self, seed: int, ns: dict[str, str], stats_path: Path, interval_ms: float) -> dict[str, Any]:
         """cclab-link's spec, with ``ns`` mapping host names to namespace names."""
         ports = [{"name": i.port, "netns": ns[i.host], "dev": i.dev, "addrs": [i.addr]}
                  for i in self.interfaces.values()]
-        return {"seed": seed, "ports": ports, "links": self.links, "routes": self.routes,
+        extra = {"media": self.media} if self.media else {}
+        return {"seed": seed, "ports": ports, "links": self.links, **extra, "routes": self.routes,
                 "stats_path": str(stats_path), "links_path": str(stats_path.with_name("links.csv")),
                 "links_interval_ms": interval_ms}
 
@@ -86,6 +89,7 @@ def plan_network(lowered: dict[str, Any]) -> KernelPlan:
     interfaces: dict[tuple[str, str], Interface] = {}
     for h in hosts_used:
         mine = [p["name"] for p in lowered["pairs"] if h in p["endpoints"]]
+        mine += [m["name"] for m in lowered.get("media", []) if h in m["nodes"]]
         if len(mine) > 250:
             problems.append(f"host {h!r} has {len(mine)} links: at most 250 interfaces per host on the kernel")
         for k, link in enumerate(mine[:250]):
@@ -94,9 +98,23 @@ def plan_network(lowered: dict[str, Any]) -> KernelPlan:
     if len(hosts_used) > 250:
         problems.append(f"{len(hosts_used)} hosts: at most 250 on the kernel backend")
     names = [link["name"] for link in lowered["links"]]
+    media = lowered.get("media", [])
+
+    def hop(h: dict[str, int]) -> Any:
+        """A route hop as cclab-link reads it: a link direction's name, or a medium crossing."""
+        e = h["element"]
+        if e < len(names):
+            return names[e]
+        return {"medium": media[e - len(names)]["name"], "from": h["from"], "to": h["to"]}
+
+    def label(x: Any) -> str:
+        return x if isinstance(x, str) else f"{x['medium']}:{x['from']}>{x['to']}"
+
     links = [{"name": link["name"], **{k: v for k, v in link["spec"].items() if v is not None}}
              for link in lowered["links"]]
-    routes: dict[tuple[str, str], list[str]] = {}
+    media_spec = [{"name": m["name"], "kind": "shared", "lanes": m["lanes"],
+                   "spec": {k: v for k, v in m["spec"].items() if v is not None}} for m in media]
+    routes: dict[tuple[str, str], list[Any]] = {}
     route_owner: dict[tuple[str, str], str] = {}
     flows = []
     for f in lowered["flows"]:
@@ -107,12 +125,13 @@ def plan_network(lowered: dict[str, Any]) -> KernelPlan:
             continue
         for frm, to, via, hops in ((s_if, r_if, s_if, f["fwd"]), (a_if, s_if, a_if, f["rev"])):
             key = (frm.port, to.port)
-            want = [names[i] for i in hops]
+            want = [hop(h) for h in hops]
             if key in routes and routes[key] != want:
                 problems.append(
                     f"flows {route_owner[key]!r} and {f['flow']!r} go from {frm.host}'s interface on {frm.link!r} to "
-                    f"{to.host}'s on {to.link!r} by different links ({' -> '.join(routes[key])} vs "
-                    f"{' -> '.join(want)}): on the kernel a route is per destination address; give them different "
+                    f"{to.host}'s on {to.link!r} by different links ({' -> '.join(map(label, routes[key]))} vs "
+                    f"{' -> '.join(map(label, want))}): on the kernel a route is per destination address; give them "
+                    "different "
                     "interfaces (hosts) or the same path")
                 continue
             routes[key] = want
@@ -129,5 +148,5 @@ def plan_network(lowered: dict[str, Any]) -> KernelPlan:
                     problems.append(f"host {h!r} sends to {dst} through two interfaces ({seen[dst]}, {i.dev}): on the "
                                     "kernel a route is per destination address")
                 seen[dst] = i.dev
-    return KernelPlan(hosts=parts, interfaces=interfaces, flows=flows, links=links,
+    return KernelPlan(hosts=parts, interfaces=interfaces, flows=flows, links=links, media=media_spec,
                       routes=[{"from": a, "to": b, "links": ls} for (a, b), ls in routes.items()], problems=problems)
