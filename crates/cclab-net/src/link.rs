@@ -334,26 +334,9 @@ impl<P: NetPacket> Link<P> {
             return self.enqueue_aqm(now_ns, pkt);
         }
         let now = self.advance(now_ns);
-        if self.loss.drop_next() {
-            self.stats.dropped_random_pkts = self.stats.dropped_random_pkts.saturating_add(1);
-            return Err(Dropped {
-                pkt,
-                reason: DropReason::Random,
-            });
-        }
         let bytes = pkt.wire_bytes();
-        let full = match self.cfg.queue {
-            QueueLimit::Packets(limit) => self.queued_pkts >= u64::from(limit),
-            QueueLimit::Bytes(limit) => self.queued_bytes.saturating_add(u64::from(bytes)) > limit,
-            QueueLimit::Unlimited => false,
-        };
-        if full {
-            self.stats.dropped_queue_full_pkts =
-                self.stats.dropped_queue_full_pkts.saturating_add(1);
-            return Err(Dropped {
-                pkt,
-                reason: DropReason::QueueFull,
-            });
+        if let Some(reason) = self.refuse(bytes, self.queued_pkts, self.queued_bytes) {
+            return Err(Dropped { pkt, reason });
         }
         if let Some(k) = self.cfg.ecn_threshold_pkts {
             if self.queued_pkts >= u64::from(k) && pkt.ecn().is_ect() {
@@ -365,6 +348,28 @@ impl<P: NetPacket> Link<P> {
         self.stats.enqueued_pkts = self.stats.enqueued_pkts.saturating_add(1);
         self.transmit(ready, bytes, pkt);
         Ok(())
+    }
+
+    /// Steps 1 and 2 of the module doc for a packet of `bytes`: the loss draw, then the
+    /// `queue` limit against `waiting_pkts`/`waiting_bytes` (what waits, the packet in
+    /// transmission included). Returns why it is dropped (counted), if it is.
+    #[inline(always)]
+    fn refuse(&mut self, bytes: u32, waiting_pkts: u64, waiting_bytes: u64) -> Option<DropReason> {
+        if self.loss.drop_next() {
+            self.stats.dropped_random_pkts = self.stats.dropped_random_pkts.saturating_add(1);
+            return Some(DropReason::Random);
+        }
+        let full = match self.cfg.queue {
+            QueueLimit::Packets(limit) => waiting_pkts >= u64::from(limit),
+            QueueLimit::Bytes(limit) => waiting_bytes.saturating_add(u64::from(bytes)) > limit,
+            QueueLimit::Unlimited => false,
+        };
+        if full {
+            self.stats.dropped_queue_full_pkts =
+                self.stats.dropped_queue_full_pkts.saturating_add(1);
+            return Some(DropReason::QueueFull);
+        }
+        None
     }
 
     /// Start sending `pkt` (`bytes`) once the transmitter is free, at `ready` (>= the last
@@ -408,34 +413,23 @@ impl<P: NetPacket> Link<P> {
     #[inline(never)]
     fn enqueue_aqm(&mut self, now_ns: u64, pkt: P) -> Result<(), Dropped<P>> {
         let now = self.catch_up(now_ns);
-        if self.loss.drop_next() {
-            self.stats.dropped_random_pkts = self.stats.dropped_random_pkts.saturating_add(1);
-            return Err(Dropped {
-                pkt,
-                reason: DropReason::Random,
-            });
-        }
+        let (in_aqm_pkts, in_aqm_bytes) = self
+            .aqm
+            .as_deref()
+            .map_or((0, 0), |st| (st.q.len() as u64, st.q.backlog_bytes()));
         let bytes = pkt.wire_bytes();
+        let (waiting_pkts, waiting_bytes) = (
+            self.queued_pkts + in_aqm_pkts,
+            self.queued_bytes + in_aqm_bytes,
+        );
+        if let Some(reason) = self.refuse(bytes, waiting_pkts, waiting_bytes) {
+            return Err(Dropped { pkt, reason });
+        }
         let Some(st) = self.aqm.as_deref_mut() else {
             // Not reached (enqueue comes here only with an AQM): send it as drop-tail would.
             self.transmit(now.max(self.last_depart_ns), bytes, pkt);
             return Ok(());
         };
-        let waiting_pkts = self.queued_pkts + st.q.len() as u64;
-        let waiting_bytes = self.queued_bytes + st.q.backlog_bytes();
-        let full = match self.cfg.queue {
-            QueueLimit::Packets(limit) => waiting_pkts >= u64::from(limit),
-            QueueLimit::Bytes(limit) => waiting_bytes.saturating_add(u64::from(bytes)) > limit,
-            QueueLimit::Unlimited => false,
-        };
-        if full {
-            self.stats.dropped_queue_full_pkts =
-                self.stats.dropped_queue_full_pkts.saturating_add(1);
-            return Err(Dropped {
-                pkt,
-                reason: DropReason::QueueFull,
-            });
-        }
         if st.q.can_bypass() && st.q.len() == 0 && self.last_depart_ns <= now {
             // __dev_xmit_skb: an empty qdisc with TCQ_F_CAN_BYPASS and a free device sends the
             // packet directly, leaving the qdisc's state untouched.

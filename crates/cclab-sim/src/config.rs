@@ -287,6 +287,13 @@ impl Scenario {
 
     /// Check every value the simulator relies on.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.check_fields()?;
+        // Hosts, links, routes and paths: the lowering checks them all.
+        crate::lower::lower(self).map(|_| ())
+    }
+
+    /// Every check but the network's: the fields one by one (what `lower` relies on).
+    pub(crate) fn check_fields(&self) -> Result<(), ConfigError> {
         if !(self.duration_s.is_finite() && self.duration_s > 0.0) {
             return Err(err(
                 "duration_s",
@@ -339,8 +346,7 @@ impl Scenario {
             }
             cc::build(&f.cc, &f.cc_params).map_err(|e| cc_error(&p, &e))?;
         }
-        // Hosts, links, routes and paths: the lowering checks them all.
-        crate::lower::lower(self).map(|_| ())
+        Ok(())
     }
 
     /// The dumbbell's senders (the default one when none are given).

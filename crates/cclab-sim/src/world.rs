@@ -71,7 +71,7 @@ struct LinkSlot {
     link: Box<dyn Medium<Packet>>,
     /// It may drop packets after taking them (an AQM, a shared channel's air loss), and any call
     /// may move its next wake-up.
-    aqm: bool,
+    late_drops: bool,
     /// Index of its first lane in the links table (its lanes are consecutive).
     first_lane: u32,
 }
@@ -114,7 +114,8 @@ pub struct World {
 impl World {
     /// Build the network and flows of `sc`.
     pub fn new(sc: &Scenario) -> Result<World, SimError> {
-        sc.validate()?;
+        // Scenario::validate, with the network lowered once: the lowering is its last check.
+        sc.check_fields()?;
         let net = lower(sc)?;
         let mut links: Vec<LinkSlot> = Vec::with_capacity(net.links.len() + net.media.len());
         let mut lane_names = Vec::new();
@@ -127,7 +128,7 @@ impl World {
             links.push(LinkSlot {
                 name: l.name.clone(),
                 link,
-                aqm: !l.spec.qdisc.is_drop_tail(),
+                late_drops: !l.spec.qdisc.is_drop_tail(),
                 first_lane: lane_names.len() as u32,
             });
             lane_names.push(l.name.clone());
@@ -138,7 +139,7 @@ impl World {
             links.push(LinkSlot {
                 name: m.name.clone(),
                 link: Box::new(ch),
-                aqm: true,
+                late_drops: true,
                 first_lane: lane_names.len() as u32,
             });
             lane_names.extend(m.lanes.iter().cloned());
@@ -311,7 +312,7 @@ impl World {
 
     fn on_sample(&mut self, t: u64) {
         for l in self.links.iter_mut() {
-            if l.aqm {
+            if l.late_drops {
                 // Catch up first: dequeues and drops due by `t` change the counters.
                 l.link.queue_pkts(t, 0);
             }
@@ -332,8 +333,8 @@ impl World {
             }
         }
         for l in 0..self.links.len() as u32 {
-            if self.links[l as usize].aqm {
-                self.drain_aqm(l);
+            if self.links[l as usize].late_drops {
+                self.drain_late_drops(l);
                 self.schedule_link(l);
             }
         }
@@ -359,7 +360,7 @@ impl World {
         while let Some(p) = self.links[l as usize].link.pop_delivered(t) {
             self.forward(t, p);
         }
-        self.drain_aqm(l);
+        self.drain_late_drops(l);
         self.schedule_link(l);
     }
 
@@ -399,13 +400,13 @@ impl World {
             Ok(()) => self.schedule_link(l),
             Err(d) => {
                 self.log_drop(t, l, d);
-                if self.links[l as usize].aqm {
+                if self.links[l as usize].late_drops {
                     // Its catch-up may have moved the next dequeue.
                     self.schedule_link(l);
                 }
             }
         }
-        self.drain_aqm(l);
+        self.drain_late_drops(l);
     }
 
     /// An events row for a packet link `l` dropped at `t`: kind `drop` (data) or `ack_drop`,
@@ -424,9 +425,10 @@ impl World {
         self.events.push(t, d.pkt.flow as i32, kind, detail);
     }
 
-    /// Log the packets link `l`'s AQM dropped from its queue (at their own times).
-    fn drain_aqm(&mut self, l: u32) {
-        if !self.links[l as usize].aqm {
+    /// Log the packets element `l` dropped after taking them (an AQM from its queue, a shared
+    /// channel on the air), at their own times.
+    fn drain_late_drops(&mut self, l: u32) {
+        if !self.links[l as usize].late_drops {
             return;
         }
         while let Some((t, d)) = self.links[l as usize].link.pop_dropped() {

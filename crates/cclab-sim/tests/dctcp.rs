@@ -13,7 +13,6 @@
 
 mod common;
 use common::*;
-use serde_json::{json, Value};
 
 const MSS: f64 = 1448.0;
 const RATE_BPS: u64 = 100_000_000;
@@ -26,13 +25,15 @@ const WARM_UP_S: f64 = 1.0;
 
 /// One flow over the data-centre dumbbell, marking at `k_pkts` on the data direction; links
 /// sampled every 0.1 ms (a packet takes 0.12 ms at 100 Mbit/s).
-fn path(cc: &str, ecn: &str, k_pkts: u32, loss: f64) -> Value {
-    let mut v = dumbbell(cc, Some(RATE_BPS), RTT_MS, QUEUE_PKTS, loss, DURATION_S);
-    v["bottleneck"]["fwd"]["ecn_threshold_pkts"] = json!(k_pkts);
-    v["flows"][0]["ecn"] = json!(ecn);
-    v["flows"][0]["mss_bytes"] = json!(MSS as u32);
-    v["sim"] = json!({"trace": "change", "trace_interval_ms": 0.1});
-    v
+fn path(cc: &str, ecn: EcnMode, k_pkts: u32, loss: f64) -> Dumbbell {
+    Dumbbell::new(RATE_BPS, RTT_MS)
+        .queue_pkts(QUEUE_PKTS)
+        .loss(loss)
+        .duration_s(DURATION_S)
+        .ecn_threshold_pkts(k_pkts)
+        .trace(TraceMode::Change)
+        .trace_interval_ms(0.1)
+        .flow(Flow::new(cc).ecn(ecn).mss_bytes(MSS as u32))
 }
 
 /// Payload rate of the link at MSS + 52 bytes on the wire, bit/s.
@@ -51,25 +52,14 @@ struct Run {
 }
 
 impl Run {
-    fn new(v: &Value) -> Run {
-        let out = run_json(v);
+    fn new(d: &Dumbbell) -> Run {
+        let out = d.run();
         let l = &out.links;
         let queue = (0..l.t_s.len())
             .filter(|&i| l.link[i] == 0 && l.t_s[i] >= WARM_UP_S)
             .map(|i| l.queue_pkts[i])
             .collect();
-        let ev = &out.events;
-        let cwrs = (0..ev.t_s.len())
-            .filter(|&i| ev.kind[i] == "cwr")
-            .map(|i| {
-                let field = |name: &str| -> u32 {
-                    let d = &ev.detail[i];
-                    let at = d.find(&format!("{name}=")).expect("field in detail") + name.len() + 1;
-                    d[at..].split(' ').next().unwrap().parse().unwrap()
-                };
-                (ev.t_s[i], field("cwnd"), field("ssthresh"))
-            })
-            .collect();
+        let cwrs = cwr_events(&out);
         let goodput = out.flow_stats[0].goodput_bps / ceiling_bps();
         Run {
             out,
@@ -143,7 +133,7 @@ fn mean(xs: &[f64]) -> f64 {
 
 #[test]
 fn dctcp_holds_the_queue_at_k_with_full_goodput() {
-    let d = Run::new(&path("dctcp", "low", K, 0.0));
+    let d = Run::new(&path("dctcp", EcnMode::Low, K, 0.0));
     println!("{}", d.summary("dctcp K=20"));
     let st = &d.out.flow_stats[0];
     // Marks instead of drops: nothing to repair.
@@ -216,11 +206,11 @@ fn dctcp_holds_the_queue_at_k_with_full_goodput() {
 
 #[test]
 fn dctcp_against_reno_on_the_same_path() {
-    let d = Run::new(&path("dctcp", "low", K, 0.0));
-    let off = Run::new(&path("reno", "off", K, 0.0));
-    let on = Run::new(&path("reno", "on", K, 0.0));
+    let d = Run::new(&path("dctcp", EcnMode::Low, K, 0.0));
+    let off = Run::new(&path("reno", EcnMode::Off, K, 0.0));
+    let on = Run::new(&path("reno", EcnMode::On, K, 0.0));
     // DCTCP at K = 5 (> BDP / 7 = 2.4, the paper's bound for full throughput).
-    let d5 = Run::new(&path("dctcp", "low", 5, 0.0));
+    let d5 = Run::new(&path("dctcp", EcnMode::Low, 5, 0.0));
     println!("{}", d.summary("dctcp low K=20"));
     println!("{}", off.summary("reno off"));
     println!("{}", on.summary("reno on K=20"));
@@ -274,7 +264,7 @@ fn dctcp_against_reno_on_the_same_path() {
 fn a_loss_halves_as_reno() {
     // Random loss on top of the marks: entering Recovery from Open or Disorder sets ssthresh to
     // half the cwnd (dctcp_state -> dctcp_react_to_loss), whatever alpha is.
-    let d = Run::new(&path("dctcp", "low", K, 1e-3));
+    let d = Run::new(&path("dctcp", EcnMode::Low, K, 1e-3));
     let f = &d.out.flows;
     let mut n = 0;
     for i in 1..f.len() {

@@ -41,22 +41,6 @@ fn ceiling_bps(rate_bps: u64) -> f64 {
     rate_bps as f64 * MSS / (MSS + 52.0)
 }
 
-/// (cwnd, ssthresh) at each ECN reduction, from the "cwr" events' details.
-fn cwr_events(out: &cclab_sim::RunOutput) -> Vec<(f64, u32, u32)> {
-    let ev = &out.events;
-    (0..ev.t_s.len())
-        .filter(|&i| ev.kind[i] == "cwr")
-        .map(|i| {
-            let field = |name: &str| -> u32 {
-                let d = &ev.detail[i];
-                let at = d.find(&format!("{name}=")).expect("field in detail") + name.len() + 1;
-                d[at..].split(' ').next().unwrap().parse().unwrap()
-            };
-            (ev.t_s[i], field("cwnd"), field("ssthresh"))
-        })
-        .collect()
-}
-
 /// Queue samples of the bottleneck's data direction (link 0) after `from_s`, packets.
 fn queue_after(out: &cclab_sim::RunOutput, from_s: f64) -> Vec<u32> {
     let l = &out.links;

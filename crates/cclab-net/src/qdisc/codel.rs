@@ -274,7 +274,7 @@ impl<P: NetPacket> Codel<P> {
                 CodelParams::new(target_ms, interval_ms, ecn, ce_threshold_ms),
                 limit_pkts,
             ),
-            _ => (CodelParams::new(5.0, 100.0, false, None), 1000),
+            _ => return Self::new(&QdiscConfig::codel_defaults()),
         };
         Codel {
             fifo: Fifo {

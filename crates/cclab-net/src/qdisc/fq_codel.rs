@@ -113,7 +113,6 @@ pub(crate) struct FqCodel<P> {
 impl<P: NetPacket> FqCodel<P> {
     /// fq_codel_init then fq_codel_change with the config's settings.
     pub fn new(cfg: &QdiscConfig) -> Self {
-        let d = (5.0, 100.0, 10_240, 1024, 1514, 32 << 20, true, 64, None);
         let (target, interval, limit, flows, quantum, mem, ecn, batch, ce) = match *cfg {
             QdiscConfig::FqCodel {
                 target_ms,
@@ -136,7 +135,7 @@ impl<P: NetPacket> FqCodel<P> {
                 drop_batch_pkts,
                 ce_threshold_ms,
             ),
-            _ => d,
+            _ => return Self::new(&QdiscConfig::fq_codel_defaults()),
         };
         // Unvalidated settings saturate into the kernel's accepted ranges.
         let flows = flows.clamp(1, 65_536) as usize;

@@ -161,6 +161,60 @@ pub enum QdiscConfig {
     },
 }
 
+impl QdiscConfig {
+    /// Each discipline with every field at its default: what `{ kind = "red" }` etc. give. The
+    /// constructors fall back on these, so the defaults live only in the `d_*` functions below.
+    pub(crate) fn red_defaults() -> Self {
+        QdiscConfig::Red {
+            limit_bytes: d_red_limit(),
+            min_bytes: None,
+            max_bytes: None,
+            avpkt_bytes: d_avpkt(),
+            burst_pkts: None,
+            probability: d_red_p(),
+            ecn: false,
+            harddrop: false,
+            bandwidth_bps: None,
+        }
+    }
+
+    pub(crate) fn codel_defaults() -> Self {
+        QdiscConfig::Codel {
+            target_ms: d_target(),
+            interval_ms: d_interval(),
+            limit_pkts: d_codel_limit(),
+            ecn: false,
+            ce_threshold_ms: None,
+        }
+    }
+
+    pub(crate) fn fq_codel_defaults() -> Self {
+        QdiscConfig::FqCodel {
+            target_ms: d_target(),
+            interval_ms: d_interval(),
+            limit_pkts: d_fq_limit(),
+            flows: d_flows(),
+            quantum_bytes: d_quantum(),
+            memory_limit_bytes: d_memory(),
+            ecn: yes(),
+            drop_batch_pkts: d_batch(),
+            ce_threshold_ms: None,
+        }
+    }
+
+    pub(crate) fn pie_defaults() -> Self {
+        QdiscConfig::Pie {
+            target_ms: d_pie_target(),
+            tupdate_ms: d_pie_target(),
+            alpha: d_alpha(),
+            beta: d_beta(),
+            limit_pkts: d_codel_limit(),
+            ecn: false,
+            bytemode: false,
+        }
+    }
+}
+
 fn d_red_limit() -> u64 {
     400_000
 }
@@ -402,6 +456,25 @@ impl<P: NetPacket> Aqm<P> {
     pub fn on_timer(&mut self, t_ns: u64, horizon_ns: u64) {
         if let Aqm::Pie(q) = self {
             q.on_timer(t_ns, horizon_ns);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fallback_defaults_are_what_a_bare_kind_gives() {
+        for (kind, want) in [
+            ("red", QdiscConfig::red_defaults()),
+            ("codel", QdiscConfig::codel_defaults()),
+            ("fq_codel", QdiscConfig::fq_codel_defaults()),
+            ("pie", QdiscConfig::pie_defaults()),
+        ] {
+            let got: QdiscConfig =
+                serde_json::from_str(&format!(r#"{{"kind": "{kind}"}}"#)).unwrap();
+            assert_eq!(got, want, "{kind}");
         }
     }
 }

@@ -120,7 +120,7 @@ impl<P: NetPacket> Pie<P> {
             } => (
                 target_ms, tupdate_ms, alpha, beta, limit_pkts, ecn, bytemode,
             ),
-            _ => (15.0, 15.0, 2, 20, 1000, false, false),
+            _ => return Self::new(&QdiscConfig::pie_defaults(), rng),
         };
         let mut vars = PieVars::default();
         vars.init();

@@ -118,7 +118,7 @@ impl RedParams {
             bandwidth_bps,
         } = *cfg
         else {
-            return Self::derive(&default_red(), link_rate_bps);
+            return Self::derive(&QdiscConfig::red_defaults(), link_rate_bps);
         };
         let mut err: Option<NetError> = None;
         // The first setting refused wins.
@@ -210,21 +210,6 @@ impl RedParams {
             harddrop,
         };
         (p, err)
-    }
-}
-
-/// The default RED settings (what `{ kind = "red" }` gives).
-fn default_red() -> QdiscConfig {
-    QdiscConfig::Red {
-        limit_bytes: 400_000,
-        min_bytes: None,
-        max_bytes: None,
-        avpkt_bytes: 1000,
-        burst_pkts: None,
-        probability: 0.02,
-        ecn: false,
-        harddrop: false,
-        bandwidth_bps: None,
     }
 }
 
@@ -419,7 +404,7 @@ mod tests {
             (0, 0, 1, 21, 31)
         );
         // Defaults: limit 400000 -> max 100000, min 33333, burst 55.
-        let p = RedParams::from_config(&default_red(), None).unwrap();
+        let p = RedParams::from_config(&QdiscConfig::red_defaults(), None).unwrap();
         assert_eq!(
             (p.qth_min >> p.wlog, p.qth_max >> p.wlog, p.wlog),
             (33_333, 100_000, 5)

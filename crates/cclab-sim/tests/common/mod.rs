@@ -330,32 +330,20 @@ impl Flow {
     }
 }
 
-/// A one-flow dumbbell as JSON: `rate_bps` (None = unlimited), RTT split evenly, drop-tail
-/// queue. Kept for tests written against the JSON helpers (run it with [`run_json`]); new tests
-/// use [`Dumbbell`], which builds the same scenario.
-pub fn dumbbell(
-    cc: &str,
-    rate_bps: Option<u64>,
-    rtt_ms: f64,
-    queue_pkts: u32,
-    loss: f64,
-    duration_s: f64,
-) -> Value {
-    let d = match rate_bps {
-        Some(r) => Dumbbell::new(r, rtt_ms),
-        None => Dumbbell::unlimited(rtt_ms),
-    };
-    d.queue_pkts(queue_pkts)
-        .loss(loss)
-        .duration_s(duration_s)
-        .flow(Flow::new(cc))
-        .to_json()
-}
-
-/// Run a JSON scenario.
-pub fn run_json(v: &Value) -> RunOutput {
-    let sc: Scenario = serde_json::from_value(v.clone()).expect("scenario parses");
-    run(&sc, None).expect("run succeeds")
+/// (t, cwnd, ssthresh) at each ECN reduction, from the "cwr" events' details.
+pub fn cwr_events(out: &RunOutput) -> Vec<(f64, u32, u32)> {
+    let ev = &out.events;
+    (0..ev.t_s.len())
+        .filter(|&i| ev.kind[i] == "cwr")
+        .map(|i| {
+            let field = |name: &str| -> u32 {
+                let d = &ev.detail[i];
+                let at = d.find(&format!("{name}=")).expect("field in detail") + name.len() + 1;
+                d[at..].split(' ').next().unwrap().parse().unwrap()
+            };
+            (ev.t_s[i], field("cwnd"), field("ssthresh"))
+        })
+        .collect()
 }
 
 /// One loss-driven CUBIC cycle read from a trace.
