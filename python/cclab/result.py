@@ -72,6 +72,7 @@ class RunResult:
                     np.array(CA_STATES, dtype=object)[f["ca_state"]] if n else [], categories=CA_STATES
                 ),
                 "pacing_rate_bps": f["pacing_rate_bps"],
+                "below_tcp_bytes": f["below_tcp_bytes"],
             }
         )
         lk = raw["links"]

@@ -220,11 +220,36 @@ class Duplex(Link):
     reverse: Link | None = None
 
 
+class HostStack(_Model):
+    """A host's stack below TCP (crates/cclab-net/src/host.rs): the interface queue (pfifo of
+    ``device_queue_pkts`` packets) drained by the NIC at ``device_rate_bps``, and the TCP Small
+    Queues rule that limits each socket's bytes down there. ``[host]`` sets every host; a host's
+    own ``host`` overrides field by field. Without ``device_rate_bps`` no interface queue is
+    modelled (packets go straight onto the host's link) and TSQ never binds."""
+
+    #: linux (6.18 tcp_small_queue_check), paper (S2 eq. 2), fixed (eq. 3), off.
+    tsq: Literal["linux", "paper", "fixed", "off"] | None = None
+    #: tcp_limit_output_bytes for linux (4 MiB), the cap for paper (262144), the limit for fixed
+    #: (131072).
+    tsq_limit_bytes: int | None = Field(default=None, ge=1)
+    #: sk_pacing_shift: TSQ allows pacing_rate >> shift bytes (10: about 1 ms).
+    pacing_shift: int | None = Field(default=None, ge=0, le=31)
+    device_rate_bps: int | None = Field(default=None, gt=0)
+    #: txqueuelen: packets waiting besides the one the NIC sends (default 1000).
+    device_queue_pkts: int | None = Field(default=None, ge=1)
+
+    @field_validator("device_rate_bps", "tsq_limit_bytes", mode="after")
+    @classmethod
+    def _whole(cls, v: Any) -> Any:
+        return None if v is None else int(round(v))
+
+
 class Host(_Model):
-    """A dumbbell sender or receiver, with its access link."""
+    """A dumbbell sender or receiver, with its access link and its stack below TCP."""
 
     name: str = Field(min_length=1)
     access: Duplex | None = None
+    host: HostStack | None = None
 
 
 class Node(_Model):
@@ -236,6 +261,8 @@ class Node(_Model):
     #: Static routes: destination node -> next-hop node (a neighbour); other destinations
     #: follow shortest paths (fewest hops, through routers).
     routes: dict[str, str] = Field(default_factory=dict)
+    #: A host's stack below TCP, over the scenario's ``[host]``.
+    host: HostStack | None = None
 
 
 class Medium(_Model):
@@ -350,6 +377,8 @@ class Scenario(_Model):
     seed: int = Field(default=1, ge=0, lt=2**63)
     sim: SimSettings = Field(default_factory=SimSettings)
     kernel: KernelSettings = Field(default_factory=KernelSettings)
+    #: Every host's stack below TCP (interface queue, TSQ), unless a host overrides it.
+    host: HostStack = Field(default_factory=HostStack)
     #: The dumbbell shorthand (with ``senders`` and ``receivers``), or None for the general form.
     bottleneck: Duplex | None = None
     senders: list[Host] | None = Field(default=None, min_length=1)
@@ -509,11 +538,13 @@ class Scenario(_Model):
             "duration_s": self.duration_s,
             "seed": self.seed,
             "sim": self.sim.model_dump(),
+            "host": self.host.model_dump(),
         }
         if self.bottleneck is not None:
             hosts = lambda hs, kind: [  # noqa: E731
                 {"name": h.name,
-                 "access": None if h.access is None else self._duplex_json(h.access, f"{kind}[{i}].access")}
+                 "access": None if h.access is None else self._duplex_json(h.access, f"{kind}[{i}].access"),
+                 "host": None if h.host is None else h.host.model_dump()}
                 for i, h in enumerate(hs or [])
             ]
             out["bottleneck"] = self._duplex_json(self.bottleneck, "bottleneck")

@@ -23,6 +23,7 @@
 
 pub mod capacity;
 pub mod error;
+pub mod host;
 pub mod link;
 pub mod loss;
 pub mod medium;

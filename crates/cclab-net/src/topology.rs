@@ -45,6 +45,9 @@ pub struct NodeSpec {
     /// follow shortest paths.
     #[serde(default)]
     pub routes: BTreeMap<String, String>,
+    /// A host's stack below TCP, over the scenario's `[host]` defaults (hosts only).
+    #[serde(default)]
+    pub host: Option<crate::host::HostSpec>,
 }
 
 /// A point-to-point link between two nodes, both directions.
@@ -560,6 +563,7 @@ mod tests {
             name: name.into(),
             kind,
             routes: BTreeMap::new(),
+            host: None,
         }
     }
 

@@ -4,6 +4,7 @@
 //! config built by hand (Rust tests, other front ends) gets the same clear errors.
 
 use crate::cc::{self, Params};
+pub use cclab_net::host::{HostSpec, HostStack, TsqMode};
 pub use cclab_net::spec::{ms_to_ns, s_to_ns, DelaySpikeSpec, LinkSpec, OutageSpec};
 pub use cclab_net::topology::{LinkPairSpec, MediumSpec, NodeKind, NodeSpec};
 use cclab_net::NetError;
@@ -47,6 +48,9 @@ pub struct Scenario {
     pub seed: u64,
     #[serde(default)]
     pub sim: SimSettings,
+    /// Every host's stack below TCP (interface queue, TSQ), unless a host overrides it.
+    #[serde(default)]
+    pub host: HostSpec,
     /// The dumbbell shorthand: the shared link (with `senders` and `receivers`). None in the
     /// general form (`nodes` and `links`). `lower.rs` expands it into the general form.
     #[serde(default)]
@@ -78,6 +82,7 @@ pub fn default_senders() -> Vec<Host> {
     vec![Host {
         name: "sender".into(),
         access: None,
+        host: None,
     }]
 }
 
@@ -86,6 +91,7 @@ pub fn default_receivers() -> Vec<Host> {
     vec![Host {
         name: "receiver".into(),
         access: None,
+        host: None,
     }]
 }
 
@@ -152,6 +158,9 @@ pub struct Host {
     /// Its access link; None = ideal (no delay, no rate limit).
     #[serde(default)]
     pub access: Option<Duplex>,
+    /// Its stack below TCP, over the scenario's `[host]` defaults.
+    #[serde(default)]
+    pub host: Option<HostSpec>,
 }
 
 /// One TCP flow.
@@ -310,6 +319,7 @@ impl Scenario {
         if !(self.sim.trace_interval_ms.is_finite() && self.sim.trace_interval_ms >= 0.1) {
             return Err(err("sim.trace_interval_ms", "a period of at least 0.1 ms"));
         }
+        self.host.validate("host")?;
         self.validate_network()?;
         if self.flows.is_empty() {
             return Err(err("flows", "at least one flow"));
@@ -389,6 +399,9 @@ impl Scenario {
                         if let Some(a) = &h.access {
                             a.validate(&format!("{kind}[{i}].access"))?;
                         }
+                        if let Some(hs) = &h.host {
+                            hs.validate(&format!("{kind}[{i}].host"))?;
+                        }
                     }
                 }
                 for (i, f) in self.flows.iter().enumerate() {
@@ -409,6 +422,17 @@ impl Scenario {
                             "the general form declares hosts as nodes (kind = \"host\"); senders and \
                              receivers belong to the dumbbell",
                         ));
+                    }
+                }
+                for (n, node) in self.nodes.iter().enumerate() {
+                    if let Some(hs) = &node.host {
+                        if node.kind != NodeKind::Host {
+                            return Err(err(
+                                format!("nodes[{n}].host"),
+                                "only hosts have a stack below TCP; a router forwards",
+                            ));
+                        }
+                        hs.validate(&format!("nodes[{n}].host"))?;
                     }
                 }
                 for (k, l) in self.links.iter().enumerate() {

@@ -66,8 +66,10 @@ pub struct FlowStats {
     pub undo_count: u64,
     /// Tail loss probes sent.
     pub tlp_count: u64,
-    /// ECN-triggered window reductions (entries to CWR).
+    /// Window reductions by entering CWR (an ECE ACK or a local drop).
     pub cwr_count: u64,
+    /// Segments the sending host's interface queue refused (each a local drop: CWR, resent).
+    pub local_drop_count: u64,
     pub sent_pkts: u64,
     pub acks_sent: u64,
     pub start_s: f64,

@@ -11,8 +11,14 @@
 //! nothing (none given, or no rate, delay, loss or marking) is a wire with no model: it is left
 //! out of the simulation and has no row in the links table. Links of the general form are
 //! always simulated.
+//!
+//! Each host's stack below TCP ([`HostStack`]: the scenario's `[host]` with the host's own
+//! `host` over it) is resolved here. A host with a device rate gets a device (interface queue
+//! and NIC, [`SimDevice`]) on every interface: `<host>.device`, or `<host>.device.<link>` when
+//! it has several interfaces. Devices are not hops of [`FlowRoute::fwd`]: a flow names its
+//! sender's and its receiver's devices, and the simulator puts them in front of the hops.
 
-use crate::config::{ConfigError, Duplex, Host, Scenario};
+use crate::config::{ConfigError, Duplex, Host, HostSpec, HostStack, Scenario};
 use cclab_net::shared::SharedSpec;
 use cclab_net::spec::LinkSpec;
 use cclab_net::topology::{Dir, Graph, Hop, LinkPairSpec, NodeKind, NodeSpec};
@@ -57,6 +63,20 @@ pub struct SimMedium {
     pub spec: SharedSpec,
 }
 
+/// A host interface's queue and NIC (see the module doc): a link direction with the device's
+/// rate, a drop-tail queue of `queue_pkts` waiting packets, no delay and no loss.
+#[derive(Debug, Clone, Serialize)]
+pub struct SimDevice {
+    /// `<host>.device` or `<host>.device.<link>`: its name in traces.
+    pub name: String,
+    /// The host.
+    pub host: String,
+    /// The scenario link or medium it sends onto.
+    pub interface: String,
+    /// Its model as a link direction.
+    pub spec: LinkSpec,
+}
+
 /// One element crossed: `element` numbers the simulated link directions first
 /// ([`Lowered::links`]), then the media ([`Lowered::media`], from `links.len()`); a link
 /// direction is crossed from port 0 to port 1.
@@ -94,6 +114,10 @@ pub struct FlowRoute {
     /// The scenario link or medium the receiver sends its ACKs on (`receiver_link` unless a
     /// `reverse_path` or the routing table sends them another way).
     pub ack_link: String,
+    /// The sender's device on `sender_link` (index into [`Lowered::devices`]), if it has one.
+    pub sender_device: Option<u32>,
+    /// The receiver's device on `ack_link`, if it has one.
+    pub ack_device: Option<u32>,
 }
 
 /// The network of a scenario, ready to build.
@@ -110,6 +134,11 @@ pub struct Lowered {
     pub media: Vec<SimMedium>,
     /// One per flow, in the scenario's order.
     pub flows: Vec<FlowRoute>,
+    /// Every host's stack below TCP, by host name.
+    pub stacks: BTreeMap<String, HostStack>,
+    /// The devices, host by host in node order, each host's interfaces in declaration order
+    /// (their lanes follow the media's in traces).
+    pub devices: Vec<SimDevice>,
 }
 
 fn host(name: &str) -> NodeSpec {
@@ -117,6 +146,7 @@ fn host(name: &str) -> NodeSpec {
         name: name.to_string(),
         kind: NodeKind::Host,
         routes: BTreeMap::new(),
+        host: None,
     }
 }
 
@@ -191,6 +221,19 @@ pub fn lower(sc: &Scenario) -> Result<Lowered, ConfigError> {
     } else {
         (0..pairs.len()).map(|k| format!("links[{k}]")).collect()
     };
+    // Each host's own stack settings, before the graph takes the nodes.
+    let own: BTreeMap<String, Option<HostSpec>> = match &sc.bottleneck {
+        Some(_) => sc
+            .senders()
+            .into_iter()
+            .chain(sc.receivers())
+            .map(|h| (h.name, h.host))
+            .collect(),
+        None => nodes
+            .iter()
+            .map(|n| (n.name.clone(), n.host.clone()))
+            .collect(),
+    };
     let g = Graph::with_media(nodes, pairs, media).map_err(|e| {
         let e = ConfigError::from(e);
         if dumbbell {
@@ -245,6 +288,51 @@ pub fn lower(sc: &Scenario) -> Result<Lowered, ConfigError> {
             spec: md.spec.clone(),
         })
         .collect();
+    // Stacks and devices.
+    let mut stacks = BTreeMap::new();
+    let mut devices = Vec::new();
+    let mut device_of: BTreeMap<(String, String), u32> = BTreeMap::new();
+    for n in g.nodes.iter().filter(|n| n.kind == NodeKind::Host) {
+        let stack = own
+            .get(&n.name)
+            .cloned()
+            .flatten()
+            .unwrap_or_default()
+            .resolve(&sc.host);
+        if let Some(dev) = stack.device {
+            let ifaces: Vec<&str> = g
+                .links
+                .iter()
+                .filter(|l| l.endpoints.contains(&n.name))
+                .map(|l| l.name.as_str())
+                .chain(
+                    g.media
+                        .iter()
+                        .filter(|m| m.nodes.contains(&n.name))
+                        .map(|m| m.name.as_str()),
+                )
+                .collect();
+            for iface in &ifaces {
+                device_of.insert((n.name.clone(), iface.to_string()), devices.len() as u32);
+                devices.push(SimDevice {
+                    name: if ifaces.len() == 1 {
+                        format!("{}.device", n.name)
+                    } else {
+                        format!("{}.device.{iface}", n.name)
+                    },
+                    host: n.name.clone(),
+                    interface: iface.to_string(),
+                    spec: LinkSpec {
+                        rate_bps: Some(dev.rate_bps),
+                        // The link counts the packet in transmission as queued; pfifo does not.
+                        queue_pkts: Some(dev.queue_pkts.saturating_add(1)),
+                        ..LinkSpec::default()
+                    },
+                });
+            }
+        }
+        stacks.insert(n.name.clone(), stack);
+    }
     let mut flows = Vec::new();
     for (i, f) in sc.flows.iter().enumerate() {
         let p = format!("flows[{i}]");
@@ -319,7 +407,15 @@ pub fn lower(sc: &Scenario) -> Result<Lowered, ConfigError> {
                 .collect()
         };
         let (fwd, rev) = (sim(&fwd_hops), sim(&rev_hops));
-        if fwd.is_empty() || rev.is_empty() {
+        let sender_link = g.elem_name(fwd_hops[0].elem).to_string();
+        let ack_link = g.elem_name(rev_hops[0].elem).to_string();
+        let sender_device = device_of
+            .get(&(f.sender.clone(), sender_link.clone()))
+            .copied();
+        let ack_device = device_of
+            .get(&(f.receiver.clone(), ack_link.clone()))
+            .copied();
+        if (fwd.is_empty() && sender_device.is_none()) || (rev.is_empty() && ack_device.is_none()) {
             return Err(ConfigError {
                 field: p,
                 message: "every link on its path does nothing (no rate, delay or loss): give one a rate or a \
@@ -335,9 +431,11 @@ pub fn lower(sc: &Scenario) -> Result<Lowered, ConfigError> {
             rev,
             fwd_nodes: node_names(&f.sender, &fwd_hops),
             rev_nodes: node_names(&f.receiver, &rev_hops),
-            sender_link: g.elem_name(fwd_hops[0].elem).to_string(),
+            sender_link,
             receiver_link: g.elem_name(fwd_hops[fwd_hops.len() - 1].elem).to_string(),
-            ack_link: g.elem_name(rev_hops[0].elem).to_string(),
+            ack_link,
+            sender_device,
+            ack_device,
         });
     }
     Ok(Lowered {
@@ -346,6 +444,8 @@ pub fn lower(sc: &Scenario) -> Result<Lowered, ConfigError> {
         links,
         media,
         flows,
+        stacks,
+        devices,
     })
 }
 

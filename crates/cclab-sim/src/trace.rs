@@ -17,6 +17,8 @@ pub struct FlowTrace {
     pub retrans_pkts: Vec<u64>,
     pub ca_state: Vec<u8>,
     pub pacing_rate_bps: Vec<f64>,
+    /// Bytes of the flow's skbs in its host's interface queue or NIC (`sk_wmem_alloc`).
+    pub below_tcp_bytes: Vec<u64>,
 }
 
 impl FlowTrace {

@@ -74,6 +74,9 @@ struct LinkSlot {
     late_drops: bool,
     /// Index of its first lane in the links table (its lanes are consecutive).
     first_lane: u32,
+    /// A host device: packets its senders did not offer because it was full (local drops,
+    /// counted with its queue-full drops).
+    local_drops: u64,
 }
 
 struct FlowSlot {
@@ -87,6 +90,10 @@ struct FlowSlot {
     syn_rtt_ns: u64,
     timestamps: bool,
     last_traced: Option<(u32, u32, u8)>,
+    /// The sender's device (element index) and how many packets it holds at most.
+    device: Option<(u32, u32)>,
+    /// The sender's local drops already counted on its device.
+    local_drops_seen: u64,
 }
 
 /// The simulation of one scenario with one seed.
@@ -130,6 +137,7 @@ impl World {
                 link,
                 late_drops: !l.spec.qdisc.is_drop_tail(),
                 first_lane: lane_names.len() as u32,
+                local_drops: 0,
             });
             lane_names.push(l.name.clone());
         }
@@ -141,39 +149,86 @@ impl World {
                 link: Box::new(ch),
                 late_drops: true,
                 first_lane: lane_names.len() as u32,
+                local_drops: 0,
             });
             lane_names.extend(m.lanes.iter().cloned());
         }
+        let first_device = links.len() as u32;
+        for d in &net.devices {
+            let cfg = d
+                .spec
+                .link_config()
+                .map_err(|e| SimError::Config(ConfigError::new(format!("host.{}", d.name), e)))?;
+            links.push(LinkSlot {
+                name: d.name.clone(),
+                link: Box::new(Link::new(cfg, rng::stream(sc.seed, &d.name))),
+                late_drops: false,
+                first_lane: lane_names.len() as u32,
+                local_drops: 0,
+            });
+            lane_names.push(d.name.clone());
+        }
+        // A flow's routes: its hosts' devices in front of the links.
+        let device_hop = |d: Option<u32>| {
+            d.map(|d| SimHop {
+                element: first_device + d,
+                from: 0,
+                to: 1,
+            })
+        };
+        let full_routes: Vec<(Vec<SimHop>, Vec<SimHop>)> = net
+            .flows
+            .iter()
+            .map(|r| {
+                let fwd = device_hop(r.sender_device)
+                    .into_iter()
+                    .chain(r.fwd.iter().copied());
+                let rev = device_hop(r.ack_device)
+                    .into_iter()
+                    .chain(r.rev.iter().copied());
+                (fwd.collect(), rev.collect())
+            })
+            .collect();
+        let n_links = net.links.len();
+        let n_media = net.media.len();
+        // Idle-path time of one element for a 60-byte SYN: propagation plus serialisation.
+        let syn_ns = |h: &SimHop| -> u64 {
+            let e = h.element as usize;
+            let link = |s: &cclab_net::spec::LinkSpec| {
+                ms_to_ns(s.delay_ms)
+                    + s.rate_bps
+                        .filter(|&r| r > 0)
+                        .map_or(0, |r| SYN_BYTES * 8 * 1_000_000_000 / r)
+            };
+            if e < n_links {
+                link(&net.links[e].spec)
+            } else if e < n_links + n_media {
+                let m = &net.media[e - n_links].spec;
+                ms_to_ns(m.delay_ms)
+                    + (m.overhead_us * 1000.0).round() as u64
+                    + SYN_BYTES * 8 * 1_000_000_000 / m.rate_bps.max(1)
+            } else {
+                link(&net.devices[e - n_links - n_media].spec)
+            }
+        };
         let hz = sc.sim.kernel_hz;
         let mut flows = Vec::new();
         let mut routes = Vec::with_capacity(2 * sc.flows.len());
         let mut q = EventQueue::new(links.len(), sc.flows.len());
-        for (i, (f, r)) in sc.flows.iter().zip(&net.flows).enumerate() {
+        for (i, ((f, r), (fwd, rev))) in sc
+            .flows
+            .iter()
+            .zip(&net.flows)
+            .zip(&full_routes)
+            .enumerate()
+        {
             // The handshake's RTT on the idle path: propagation both ways plus the serialisation
             // of a 60-byte SYN and SYN-ACK (20 B IP + 40 B TCP with options) on every hop.
-            let syn_rtt_ns: u64 = r
-                .fwd
-                .iter()
-                .chain(&r.rev)
-                .map(|h| match net.links.get(h.element as usize) {
-                    Some(l) => {
-                        let h = &l.spec;
-                        ms_to_ns(h.delay_ms)
-                            + h.rate_bps
-                                .filter(|&r| r > 0)
-                                .map_or(0, |r| SYN_BYTES * 8 * 1_000_000_000 / r)
-                    }
-                    None => {
-                        let m = &net.media[h.element as usize - net.links.len()].spec;
-                        ms_to_ns(m.delay_ms)
-                            + (m.overhead_us * 1000.0).round() as u64
-                            + SYN_BYTES * 8 * 1_000_000_000 / m.rate_bps.max(1)
-                    }
-                })
-                .sum();
+            let syn_rtt_ns: u64 = fwd.iter().chain(rev).map(syn_ns).sum();
             let fwd_route = routes.len() as u32;
-            routes.push(r.fwd.clone());
-            routes.push(r.rev.clone());
+            routes.push(fwd.clone());
+            routes.push(rev.clone());
+            let stack = net.stacks.get(&f.sender).copied().unwrap_or_default();
             let size_bytes = if f.size_bytes == 0 {
                 u64::MAX
             } else {
@@ -209,6 +264,7 @@ impl World {
                     size_bytes,
                     hz,
                     ecn,
+                    stack,
                 },
                 algo,
             );
@@ -240,6 +296,11 @@ impl World {
                 syn_rtt_ns,
                 timestamps: f.timestamps,
                 last_traced: None,
+                local_drops_seen: 0,
+                device: r.sender_device.map(|d| {
+                    let limit = net.devices[d as usize].spec.queue_pkts.unwrap_or(u32::MAX);
+                    (first_device + d, limit)
+                }),
             });
         }
         let interval_ns = ms_to_ns(sc.sim.trace_interval_ms).max(1);
@@ -247,10 +308,11 @@ impl World {
         let paths = net
             .flows
             .iter()
-            .map(|r| crate::FlowPath {
+            .zip(&full_routes)
+            .map(|(r, (fwd, rev))| crate::FlowPath {
                 flow: r.flow.clone(),
-                fwd: r.fwd.iter().map(|h| hop_name(&net, h)).collect(),
-                rev: r.rev.iter().map(|h| hop_name(&net, h)).collect(),
+                fwd: fwd.iter().map(|h| hop_name(&net, h)).collect(),
+                rev: rev.iter().map(|h| hop_name(&net, h)).collect(),
                 fwd_nodes: r.fwd_nodes.clone(),
                 rev_nodes: r.rev_nodes.clone(),
             })
@@ -287,6 +349,7 @@ impl World {
                 Event::ReceiverTimer(f) => self.on_receiver_timer(t, f),
                 Event::AppStart(f) => {
                     let mut buf = std::mem::take(&mut self.data_buf);
+                    self.set_device_room(t, f);
                     let fl = &mut self.flows[f as usize];
                     fl.sender.syn_rtt_sample(t, fl.syn_rtt_ns / 1000);
                     fl.sender.on_start(t, &mut buf);
@@ -318,8 +381,10 @@ impl World {
             }
             for lane in 0..l.link.lanes() {
                 let st = l.link.stats(lane);
-                let drops =
-                    st.dropped_random_pkts + st.dropped_queue_full_pkts + st.dropped_aqm_pkts;
+                let drops = st.dropped_random_pkts
+                    + st.dropped_queue_full_pkts
+                    + st.dropped_aqm_pkts
+                    + l.local_drops;
                 let tx = st.tx_bytes;
                 let ce = st.ce_marks;
                 let lt = &mut self.link_trace;
@@ -358,7 +423,19 @@ impl World {
 
     fn on_link_arrival(&mut self, t: u64, l: u32) {
         while let Some(p) = self.links[l as usize].link.pop_delivered(t) {
+            // Leaving its sender's device: the NIC has sent it (`tcp_wfree`).
+            let sent = match p.seg {
+                Segment::Data(d) if p.hop == 0 => {
+                    let fl = &self.flows[p.flow as usize];
+                    (p.route == fl.fwd_route && fl.device.is_some_and(|(e, _)| e == l))
+                        .then_some(d.below_bytes)
+                }
+                _ => None,
+            };
             self.forward(t, p);
+            if let Some(len) = sent {
+                self.on_tx_complete(t, p.flow, len);
+            }
         }
         self.drain_late_drops(l);
         self.schedule_link(l);
@@ -383,6 +460,7 @@ impl World {
             }
             Segment::Ack(a) => {
                 let mut buf = std::mem::take(&mut self.data_buf);
+                self.set_device_room(t, p.flow);
                 self.flows[fi].sender.on_ack(t, &a, &mut buf);
                 self.send_data(t, p.flow, &mut buf);
                 self.data_buf = buf;
@@ -491,10 +569,39 @@ impl World {
 
     fn on_sender_timer(&mut self, t: u64, f: u32) {
         let mut buf = std::mem::take(&mut self.data_buf);
+        self.set_device_room(t, f);
         self.flows[f as usize].sender.on_timer(t, &mut buf);
         self.send_data(t, f, &mut buf);
         self.data_buf = buf;
         self.after_sender(t, f, false);
+    }
+
+    /// The NIC sent a data segment of flow `f` that held `len` bytes below TCP; TSQ may let
+    /// it write.
+    fn on_tx_complete(&mut self, t: u64, f: u32, len: u32) {
+        let mut buf = std::mem::take(&mut self.data_buf);
+        self.set_device_room(t, f);
+        self.flows[f as usize]
+            .sender
+            .on_tx_complete(t, len, &mut buf);
+        let wrote = !buf.is_empty();
+        self.send_data(t, f, &mut buf);
+        self.data_buf = buf;
+        if wrote {
+            self.after_sender(t, f, false);
+        }
+    }
+
+    /// Tell flow `f`'s sender how many packets its device takes now, and count the local
+    /// drops of its last call on the device.
+    fn set_device_room(&mut self, t: u64, f: u32) {
+        let fl = &mut self.flows[f as usize];
+        let Some((e, limit)) = fl.device else {
+            return;
+        };
+        let dev = &mut self.links[e as usize];
+        let queued = dev.link.queue_pkts(t, 0);
+        fl.sender.set_device_room(limit.saturating_sub(queued));
     }
 
     fn on_receiver_timer(&mut self, t: u64, f: u32) {
@@ -510,6 +617,11 @@ impl World {
     /// only when cwnd, ssthresh or the state changed, so pacing-timer sends add no rows).
     fn after_sender(&mut self, t: u64, f: u32, on_ack: bool) {
         let fl = &mut self.flows[f as usize];
+        if let Some((e, _)) = fl.device {
+            let n = fl.sender.below.local_drops;
+            let seen = std::mem::replace(&mut fl.local_drops_seen, n);
+            self.links[e as usize].local_drops += n - seen;
+        }
         self.q
             .set(Event::SenderTimer(f), fl.sender.timer_deadline_ns());
         for (et, kind, detail) in fl.sender.events.drain(..) {
@@ -564,6 +676,7 @@ impl World {
         } else {
             f64::NAN
         });
+        tr.below_tcp_bytes.push(s.below.wmem_bytes);
     }
 
     fn finish(self) -> RunOutput {
@@ -590,6 +703,7 @@ impl World {
                     undo_count: fl.sender.stats.undo_count,
                     tlp_count: fl.sender.stats.tlp_count,
                     cwr_count: fl.sender.stats.cwr_count,
+                    local_drop_count: fl.sender.below.local_drops,
                     sent_pkts: fl.sender.stats.sent_pkts,
                     acks_sent: fl.receiver.acks_sent,
                     start_s: fl.start_ns as f64 * 1e-9,
@@ -600,9 +714,11 @@ impl World {
         let mut link_stats = Vec::with_capacity(self.lane_names.len());
         for l in &self.links {
             for lane in 0..l.link.lanes() {
+                let mut counters = *l.link.stats(lane);
+                counters.dropped_queue_full_pkts += l.local_drops;
                 link_stats.push(crate::LinkStats {
                     link: self.lane_names[(l.first_lane as usize) + lane].clone(),
-                    counters: *l.link.stats(lane),
+                    counters,
                 });
             }
         }
@@ -623,10 +739,16 @@ impl World {
 
 /// The name of what a hop crosses: a link direction's name, or `<medium>:<from node>><to node>`.
 fn hop_name(net: &Lowered, h: &SimHop) -> String {
-    match net.links.get(h.element as usize) {
+    let e = h.element as usize;
+    if e >= net.links.len() + net.media.len() {
+        return net.devices[e - net.links.len() - net.media.len()]
+            .name
+            .clone();
+    }
+    match net.links.get(e) {
         Some(l) => l.name.clone(),
         None => {
-            let m = &net.media[h.element as usize - net.links.len()];
+            let m = &net.media[e - net.links.len()];
             format!(
                 "{}:{}>{}",
                 m.name, m.nodes[h.from as usize], m.nodes[h.to as usize]

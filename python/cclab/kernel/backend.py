@@ -29,6 +29,7 @@ from .link import LinkEmulator
 from .clamp import CwndClamp
 from . import bpfcc
 from .knobs import CUBIC_FAMILY, CubicModuleParams, cubic_plan, namespace_sysctls, set_initcwnd
+from .device import configure_device, device_stats
 from .netns import KernelUnavailable, Namespaces, address_iface, require_root, set_sysctls
 from .topology import plan_network
 
@@ -113,6 +114,9 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
         for f in d["flows"]:
             for host in (f["sender"], f["receiver"]):
                 knobs.setdefault(ns[host], {}).update(namespace_sysctls(f, kernel, sender=host == f["sender"]))
+        for h, st in net.stacks.items():
+            if st.get("device"):
+                knobs.setdefault(ns[h], {})["net/ipv4/tcp_limit_output_bytes"] = str(st["tsq_limit_bytes"])
         for name, k in knobs.items():
             set_sysctls(name, k)
         cubic_params, bpf_cubic, cc_names, _ = cubic_plan(d["flows"])
@@ -122,6 +126,8 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                 (CwndClamp(f"run{run_id}", caps) if caps else contextlib.nullcontext()) as clamp:
             for i in net.interfaces.values():
                 address_iface(ns[i.host], i.dev, i.addr, i.routes)
+                if i.device:
+                    configure_device(ns[i.host], i.dev, i.device["rate_bps"], i.device["queue_pkts"])
             for (s_if, _, _), f in zip(net.flows, d["flows"]):
                 if f["initial_cwnd_pkts"] != 10:
                     set_initcwnd(ns[s_if.host], s_if.dev, f["initial_cwnd_pkts"])
@@ -170,7 +176,10 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                 totals[k]["start_s"] = f["start_s"]
             for _, _, r in procs:
                 r.communicate(timeout=30)
+            devices = [{"name": i.device["name"], **device_stats(ns[i.host], i.dev)}
+                       for i in net.interfaces.values() if i.device]
             link_stats = emu.stop()
+            link_stats["links"] = link_stats.get("links", []) + devices
             clamp_status = clamp.close() if clamp else None
         links = pd.read_csv(spec["links_path"])
         links = links[(links["t_s"] >= 0) & (links["t_s"] <= d["duration_s"])]

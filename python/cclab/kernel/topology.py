@@ -15,6 +15,9 @@ network the simulator builds) turned into namespaces, TUN interfaces, addresses,
   sender's interface for that flow (with that interface's address as the preferred source), and
   the same for the receiver's ACKs. Two flows between the same two interfaces must take the same
   links (a route is per destination address): ``plan`` refuses the scenario otherwise.
+- A host's device (its interface queue and NIC, the lowering's ``devices``) is an htb + pfifo on
+  that interface's TUN (``device.py``); its TSQ limit is the namespace's
+  ``tcp_limit_output_bytes``. Only Linux's own TSQ rule and pacing shift run on the kernel.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ class Interface:
     port: str
     #: Destination addresses routed out of this interface.
     routes: list[str] = field(default_factory=list)
+    #: The host's device on this interface (the lowering's ``devices`` entry), if any.
+    device: dict[str, Any] | None = None
 
 
 @dataclass
@@ -58,6 +63,8 @@ class KernelPlan:
     routes: list[dict[str, Any]]
     problems: list[str]
     media: list[dict[str, Any]] = field(default_factory=list)
+    #: host name -> its stack below TCP (tsq, tsq_limit_bytes, pacing_shift, device)
+    stacks: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def emulator_spec(self, seed: int, ns: dict[str, str], stats_path: Path, interval_ms: float) -> dict[str, Any]:
         """cclab-link's spec, with ``ns`` mapping host names to namespace names."""
@@ -95,6 +102,19 @@ def plan_network(lowered: dict[str, Any]) -> KernelPlan:
         for k, link in enumerate(mine[:250]):
             interfaces[(h, link)] = Interface(host=h, link=link, dev=f"cl{k}", addr=f"10.77.{host_ix[h]}.{k + 1}",
                                               port=f"h{host_ix[h]}i{k}")
+    stacks = {h: lowered.get("stacks", {}).get(h, {}) for h in hosts_used}
+    for h, st in stacks.items():
+        if st.get("tsq", "linux") != "linux":
+            problems.append(f"host {h!r}: tsq = {st['tsq']!r} is simulator-only; the kernel runs Linux's TSQ "
+                            "(tsq = \"linux\", its cap tsq_limit_bytes = tcp_limit_output_bytes)")
+        if st.get("pacing_shift", 10) != 10:
+            problems.append(f"host {h!r}: pacing_shift = {st['pacing_shift']} is simulator-only (a driver sets "
+                            "sk_pacing_shift on the kernel; no socket option does)")
+    for dev in lowered.get("devices", []):
+        i = interfaces.get((dev["host"], dev["interface"]))
+        if i is not None:
+            i.device = {"name": dev["name"], "rate_bps": dev["spec"]["rate_bps"],
+                        "queue_pkts": dev["spec"]["queue_pkts"] - 1}
     if len(hosts_used) > 250:
         problems.append(f"{len(hosts_used)} hosts: at most 250 on the kernel backend")
     names = [link["name"] for link in lowered["links"]]
@@ -149,4 +169,5 @@ def plan_network(lowered: dict[str, Any]) -> KernelPlan:
                                     "kernel a route is per destination address")
                 seen[dst] = i.dev
     return KernelPlan(hosts=parts, interfaces=interfaces, flows=flows, links=links, media=media_spec,
-                      routes=[{"from": a, "to": b, "links": ls} for (a, b), ls in routes.items()], problems=problems)
+                      routes=[{"from": a, "to": b, "links": ls} for (a, b), ls in routes.items()], problems=problems,
+                      stacks=stacks)

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 
-from .tcpinfo import TRACE_COLUMNS, read_tcp_info, to_trace_row
+from .tcpinfo import TRACE_COLUMNS, read_tcp_info, read_wmem_alloc, to_trace_row
 
 __all__ = ["main"]
 
@@ -87,7 +87,9 @@ def _send(a: argparse.Namespace) -> None:
         period = a.interval_ms / 1000.0
         nxt = time.monotonic()
         while not stop.is_set():
-            rows.append(to_trace_row(time.monotonic() - t0, read_tcp_info(s)))
+            ti = read_tcp_info(s)
+            ti["wmem_alloc"] = read_wmem_alloc(s)
+            rows.append(to_trace_row(time.monotonic() - t0, ti))
             nxt += period
             time.sleep(max(0.0, nxt - time.monotonic()))
 

@@ -267,6 +267,7 @@ mod tests {
 
     fn seg(i: u64, ecn: Ecn, cwr: bool) -> DataSeg {
         DataSeg {
+            below_bytes: 0,
             seq: i * MSS as u64,
             len: MSS,
             tsval: 1,
@@ -374,6 +375,7 @@ mod tests {
                 size_bytes: u64::MAX,
                 hz: 1000,
                 ecn,
+                stack: Default::default(),
             },
             cc,
         );

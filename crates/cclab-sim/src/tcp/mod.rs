@@ -11,3 +11,4 @@ pub mod sender;
 pub mod skb;
 pub mod sock;
 mod tlp;
+pub mod tsq;

@@ -490,6 +490,7 @@ mod tests {
 
     fn seg(i: u64) -> DataSeg {
         DataSeg {
+            below_bytes: 0,
             seq: i * 1000,
             len: 1000,
             tsval: 1,

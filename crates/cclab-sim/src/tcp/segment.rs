@@ -37,6 +37,9 @@ pub struct DataSeg {
     pub ecn: cclab_net::Ecn,
     /// TCP CWR flag: the sender reduced its window after an ECE.
     pub cwr: bool,
+    /// Bytes it holds in the sender's `sk_wmem_alloc` until its host's NIC has sent it (its
+    /// payload, plus its skb's overhead if it is the skb's first segment; 0 without a device).
+    pub below_bytes: u32,
 }
 
 /// An acknowledgement, with up to 4 SACK blocks (the first may be a D-SACK).

@@ -84,6 +84,8 @@ pub enum SenderEvent {
     LossProbe,
     /// An ECE ACK started a window reduction (`tcp_enter_cwr`).
     Cwr,
+    /// The interface queue refused a segment (`NET_XMIT_DROP`; `tcp_enter_cwr`, resent later).
+    LocalDrop,
 }
 
 impl SenderEvent {
@@ -99,6 +101,7 @@ impl SenderEvent {
             SenderEvent::RecoveryEnd => "recovery_end",
             SenderEvent::LossProbe => "tlp",
             SenderEvent::Cwr => "cwr",
+            SenderEvent::LocalDrop => "local_drop",
         }
     }
 }
@@ -125,6 +128,8 @@ pub struct SenderConfig {
     pub hz: u32,
     /// ECN (negotiated when the flow asks for it; `ecn.rs`).
     pub ecn: crate::tcp::ecn::EcnMode,
+    /// The sending host's stack below TCP (`tsq.rs`).
+    pub stack: cclab_net::host::HostStack,
 }
 
 /// Counters reported in the summary.
@@ -137,7 +142,7 @@ pub struct SenderStats {
     pub spurious_rto_count: u64,
     pub undo_count: u64,
     pub tlp_count: u64,
-    /// ECN-triggered reductions (`tcp_enter_cwr` from Open/Disorder).
+    /// Window reductions by `tcp_enter_cwr` from Open/Disorder (an ECE ACK or a local drop).
     pub cwr_count: u64,
 }
 
@@ -202,6 +207,8 @@ pub struct Sender {
     pub(crate) pacing_timer_ns: Option<u64>,
     pub(crate) now_ns: u64,
     pub stats: SenderStats,
+    /// The stack below the socket: TSQ and the interface queue (`tsq.rs`).
+    pub below: super::tsq::BelowTcp,
     /// Events since the world last drained them: (time ns, kind, detail).
     pub events: Vec<(u64, SenderEvent, String)>,
 }
@@ -216,6 +223,7 @@ impl Sender {
             cfg.hz,
         );
         tp.icsk_rto_us = cfg.rto_initial_us.min(u32::MAX as u64) as u32;
+        tp.pacing_shift = cfg.stack.pacing_shift;
         // ECN was negotiated in the (unsimulated) handshake, before the algorithm's init.
         tp.ecn_flags = cfg.ecn.initial_flags();
         cc.init(&mut tp);
@@ -255,6 +263,7 @@ impl Sender {
             pacing_timer_ns: None,
             now_ns: 0,
             stats: SenderStats::default(),
+            below: super::tsq::BelowTcp::new(cfg.stack),
             events: Vec::new(),
             cfg,
         }
@@ -278,7 +287,7 @@ impl Sender {
         (self.now_ns / 1_000_000) as u32 + 1
     }
 
-    fn set_now(&mut self, now_ns: u64) {
+    pub(crate) fn set_now(&mut self, now_ns: u64) {
         debug_assert!(now_ns >= self.now_ns, "time went backwards");
         self.now_ns = now_ns;
         // Linux's tcp_clock_us() is never 0, and 0 means "none" in skb and rate stamps, so the
@@ -441,7 +450,10 @@ impl Sender {
     /// `sk_gso_max_size`, as on a TUN or veth device). Unpaced flows use one segment per skb
     /// (we do not model TSO for them).
     fn tso_segs(&self) -> u32 {
-        if !self.tp.pacing_needed {
+        // With a device, skbs matter below TCP (TSQ counts their truesize): Linux builds GSO
+        // skbs for every socket (sk_setup_caps always sets NETIF_F_GSO for TCP), so size them
+        // as tcp_tso_autosize does. Without one, their size changes nothing we model.
+        if !self.tp.pacing_needed && !self.below.has_device() {
             return 1;
         }
         let mss = self.tp.mss_cache;
@@ -460,13 +472,20 @@ impl Sender {
     /// Send a segment (new or retransmission) and stamp it (`tcp_transmit_skb` +
     /// `tcp_rate_skb_sent`); a retransmission is its own skb and advances the pacing clock.
     fn transmit(&mut self, idx: usize, retrans: bool, out: &mut Vec<DataSeg>) {
-        let (prior_wstamp_ns, len) = self.transmit_seg(idx, retrans, out);
+        let (prior_wstamp_ns, len) = self.transmit_seg(idx, retrans, true, out);
         self.update_skb_after_send(len, prior_wstamp_ns);
     }
 
     /// Put one segment on the wire; returns the EDT before it and its length. The caller
     /// advances the pacing clock per skb (`tcp_update_skb_after_send`).
-    fn transmit_seg(&mut self, idx: usize, retrans: bool, out: &mut Vec<DataSeg>) -> (u64, u64) {
+    /// `skb_start`: it begins an skb (the skb's truesize overhead is charged with it).
+    fn transmit_seg(
+        &mut self,
+        idx: usize,
+        retrans: bool,
+        skb_start: bool,
+        out: &mut Vec<DataSeg>,
+    ) -> (u64, u64) {
         // __tcp_transmit_skb: the skb leaves at the earliest departure time (EDT), never before
         // now; with internal pacing tcp_pacing_check made sure that time has come.
         let prior_wstamp_ns = self.tp.tcp_wstamp_ns;
@@ -521,9 +540,14 @@ impl Sender {
             retrans,
             ecn,
             cwr,
+            below_bytes: 0,
         });
         let len = skb.end_seq - skb.seq;
         self.stats.sent_pkts += 1;
+        let below = self.charge_below(len, skb_start);
+        if let Some(d) = out.last_mut() {
+            d.below_bytes = below;
+        }
         (prior_wstamp_ns, len)
     }
 
@@ -555,7 +579,13 @@ impl Sender {
             if self.tp.snd_nxt + len > self.tp.snd_una.saturating_add(self.snd_wnd) {
                 break; // tcp_snd_wnd_test: receiver-window limited
             }
+            if skb.is_none() && self.small_queue_check(len * u64::from(self.tso_segs()), 0) {
+                break;
+            }
             let seq = self.tp.snd_nxt;
+            if self.device_refuses(seq) {
+                break;
+            }
             self.rtx.push(Skb {
                 seq,
                 end_seq: seq + len,
@@ -571,7 +601,7 @@ impl Sender {
                 tx_delivered_ce: 0,
             });
             let idx = self.rtx.len() - 1;
-            let (prior_wstamp_ns, len) = self.transmit_seg(idx, false, out);
+            let (prior_wstamp_ns, len) = self.transmit_seg(idx, false, skb.is_none(), out);
             // tcp_write_xmit sizes each skb once (tcp_tso_segs), when it starts a new one.
             let (prior, bytes, left) = skb.unwrap_or_else(|| (prior_wstamp_ns, 0, self.tso_segs()));
             if left <= 1 {
@@ -664,6 +694,10 @@ impl Sender {
             if sacked & LOST == 0 || sacked & (SACKED_ACKED | SACKED_RETRANS) != 0 {
                 i += 1;
                 continue;
+            }
+            let (seq, len) = (self.rtx.get(i).seq, self.rtx.get(i).len());
+            if self.small_queue_check(len, 1) || self.device_refuses(seq) {
+                break;
             }
             self.retransmit_skb(i, out);
             if self.in_cwnd_reduction() {
@@ -1013,12 +1047,7 @@ impl Sender {
             // tcp_pace_kick -> tcp_tsq_handler -> tcp_tsq_write.
             self.pacing_timer_ns = None;
             self.set_now(now_ns);
-            if self.tp.lost_out > self.tp.retrans_out
-                && self.tp.snd_cwnd > self.tp.packets_in_flight()
-            {
-                self.xmit_retransmit_queue(out);
-            }
-            self.write_xmit(out);
+            self.tsq_write(out);
         }
         let Some((what, deadline)) = self.xmit_timer else {
             return;
@@ -1055,6 +1084,13 @@ impl Sender {
         );
         self.event(SenderEvent::Rto, detail);
         self.enter_loss();
+        let seq = self.rtx.get(0).seq;
+        if self.device_refuses(seq) {
+            // tcp_retransmit_timer: "Retransmission failed because of local congestion":
+            // retry after TCP_RESOURCE_PROBE_INTERVAL (500 ms), no backoff.
+            self.reset_xmit_timer(XmitTimer::Retrans, 500_000);
+            return;
+        }
         self.icsk_retransmits += 1;
         self.retransmit_skb(0, out);
         self.icsk_backoff += 1;

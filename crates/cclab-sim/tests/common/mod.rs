@@ -45,6 +45,7 @@ pub struct Dumbbell {
     outages: Vec<(f64, f64)>,
     delay_spikes: Vec<(f64, f64, f64)>,
     ecn_threshold_pkts: Option<u32>,
+    host: Option<Value>,
     flows: Vec<Flow>,
 }
 
@@ -75,6 +76,7 @@ impl Dumbbell {
             outages: Vec::new(),
             delay_spikes: Vec::new(),
             ecn_threshold_pkts: None,
+            host: None,
             flows: Vec::new(),
         }
     }
@@ -161,6 +163,12 @@ impl Dumbbell {
 
     /// Add a flow from "sender" to "receiver"; unnamed flows are named "f0", "f1", ... by
     /// their position.
+    /// Every host's stack below TCP (the scenario's `[host]`, as JSON).
+    pub fn host(mut self, host: Value) -> Self {
+        self.host = Some(host);
+        self
+    }
+
     pub fn flow(mut self, flow: Flow) -> Self {
         self.flows.push(flow);
         self
@@ -217,6 +225,9 @@ impl Dumbbell {
         }
         if let Some(ms) = self.trace_interval_ms {
             v["sim"]["trace_interval_ms"] = json!(ms);
+        }
+        if let Some(h) = &self.host {
+            v["host"] = h.clone();
         }
         v
     }

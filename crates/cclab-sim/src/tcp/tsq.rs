@@ -1,0 +1,173 @@
+//! The sender's view of its host's stack below TCP (`cclab_net::host`): TCP Small Queues and
+//! local congestion, as Linux 6.18 runs them (net/ipv4/tcp_output.c).
+//!
+//! - Every skb handed to the device counts its truesize in `sk_wmem_alloc` until the NIC has
+//!   sent it (`tcp_wfree`); [`Sender::on_tx_complete`] is that moment.
+//! - `tcp_small_queue_check` stops `tcp_write_xmit` (and, with a doubled limit,
+//!   `tcp_xmit_retransmit_queue`) while `sk_wmem_alloc` is above the limit, and marks the socket
+//!   `TSQ_THROTTLED`; the next completion then runs `tcp_tsq_write` (`tcp_tsq_handler`).
+//! - A packet the interface queue refuses is a local drop: `__tcp_transmit_skb` gets
+//!   `NET_XMIT_DROP` and calls `tcp_enter_cwr`, and the caller stops with the skb still unsent
+//!   (new data stays at the head of the write queue; a retransmission stays marked lost). The
+//!   driver tells the sender before each call how many packets the queue still takes
+//!   ([`BelowTcp::device_room_pkts`]); no time passes within a call and only this sender sends
+//!   during it, so that number is exact.
+//!
+//! Without a device nothing is below TCP: completions are immediate and TSQ never binds.
+
+use super::sender::{Sender, SenderEvent};
+use cclab_net::host::{HostStack, TsqMode, PAPER_TSQ_FLOOR_BYTES};
+
+/// What an skb costs in `sk_wmem_alloc` besides its payload (charged byte for byte: page
+/// frags): its head, `struct sk_buff` and `struct skb_shared_info` (`SKB_TRUESIZE`). Measured on
+/// this machine's 6.18 with the kernel backend: a flow held to TSQ's floor of two skbs of two
+/// 1436-byte segments (tcp_tso_autosize's minimum) keeps `SO_MEMINFO` wmem_alloc at 7408 bytes,
+/// so 2 x (2 x 1436 + 832); at a 50 Mbit/s NIC, two skbs of six segments: 18896 (18767 mean
+/// measured).
+pub const SKB_TRUESIZE_OVERHEAD_BYTES: u64 = 832;
+
+/// `skb->truesize` of an skb carrying `len` payload bytes (`len` may span several segments).
+pub fn truesize(len: u64) -> u64 {
+    len + SKB_TRUESIZE_OVERHEAD_BYTES
+}
+
+/// The stack below this sender's socket.
+#[derive(Debug, Clone)]
+pub struct BelowTcp {
+    /// The host's settings (TSQ rule, limit, pacing shift, device).
+    pub stack: HostStack,
+    /// `sk_wmem_alloc`: truesize of this socket's skbs in the interface queue or the NIC.
+    pub wmem_bytes: u64,
+    /// `TSQ_THROTTLED`: a TSQ check stopped a transmission; the next completion resumes it.
+    pub throttled: bool,
+    /// Packets the interface queue still takes now; the driver sets it before each call.
+    /// `u32::MAX` without a device.
+    pub device_room_pkts: u32,
+    /// Packets the interface queue refused (local drops).
+    pub local_drops: u64,
+}
+
+impl BelowTcp {
+    /// The stack of a host, nothing sent yet.
+    pub fn new(stack: HostStack) -> Self {
+        BelowTcp {
+            stack,
+            wmem_bytes: 0,
+            throttled: false,
+            device_room_pkts: u32::MAX,
+            local_drops: 0,
+        }
+    }
+
+    /// Whether the host has an interface queue (else nothing is ever below TCP).
+    pub fn has_device(&self) -> bool {
+        self.stack.device.is_some()
+    }
+}
+
+impl Sender {
+    /// The TSQ limit now for an skb of `len` bytes, before the retransmit doubling.
+    pub(crate) fn tsq_limit_bytes(&self, len: u64) -> u64 {
+        let st = &self.below.stack;
+        let tp = &self.tp;
+        match st.tsq {
+            // tcp_small_queue_check: max(2 * skb->truesize, sk_pacing_rate >> sk_pacing_shift),
+            // capped by tcp_limit_output_bytes unless the socket paces (SK_PACING_NONE).
+            TsqMode::Linux => {
+                let l = (2 * truesize(len)).max(tp.pacing_rate_bytes_per_s >> st.pacing_shift);
+                if tp.pacing_needed {
+                    l
+                } else {
+                    l.min(st.tsq_limit_bytes)
+                }
+            }
+            // The S2 paper's eq. 2: min(cap, max(8704, 2 * MSS * w / RTT / 1024)), RTT in s.
+            TsqMode::Paper => {
+                let srtt_us = u64::from(tp.srtt_us >> 3).max(1);
+                let rate =
+                    2 * u64::from(tp.mss_cache) * u64::from(tp.snd_cwnd) * 1_000_000 / srtt_us;
+                (rate / 1024)
+                    .max(PAPER_TSQ_FLOOR_BYTES)
+                    .min(st.tsq_limit_bytes)
+            }
+            TsqMode::Fixed => st.tsq_limit_bytes,
+            TsqMode::Off => u64::MAX,
+        }
+    }
+
+    /// `tcp_small_queue_check(sk, skb, factor)`: whether to hold the skb of `len` bytes until a
+    /// completion (factor 0 for new data, 1 for retransmissions).
+    pub(crate) fn small_queue_check(&mut self, len: u64, factor: u32) -> bool {
+        if !self.below.has_device() || self.below.stack.tsq == TsqMode::Off {
+            return false;
+        }
+        let limit = self.tsq_limit_bytes(len).saturating_mul(1 << factor);
+        // sk_wmem_alloc is a refcount that starts at 1 (its value is the bytes plus one).
+        if self.below.wmem_bytes + 1 > limit {
+            // Always send if the rtx queue is empty or has one skb: no completion may come
+            // back in time otherwise (tcp_rtx_queue_empty_or_single_skb).
+            if self.rtx.len() <= 1 {
+                return false;
+            }
+            self.below.throttled = true;
+            return true;
+        }
+        false
+    }
+
+    /// Whether the interface queue refuses the next packet: then the local drop is done
+    /// (`__tcp_transmit_skb` on `NET_XMIT_DROP`: `tcp_enter_cwr`) and the caller stops.
+    pub(crate) fn device_refuses(&mut self, seq: u64) -> bool {
+        if self.below.device_room_pkts > 0 {
+            return false;
+        }
+        self.below.local_drops += 1;
+        let detail = format!("seq={seq} cwnd={}", self.tp.snd_cwnd);
+        self.event(SenderEvent::LocalDrop, detail);
+        self.enter_cwr();
+        true
+    }
+
+    /// A segment of `len` payload bytes goes to the device (`skb_set_owner_w`); the first one
+    /// of an skb carries the skb's overhead. Returns what it holds below TCP.
+    pub(crate) fn charge_below(&mut self, len: u64, skb_start: bool) -> u32 {
+        if !self.below.has_device() {
+            return 0;
+        }
+        let bytes = if skb_start { truesize(len) } else { len };
+        self.below.wmem_bytes += bytes;
+        self.below.device_room_pkts = self.below.device_room_pkts.saturating_sub(1);
+        bytes as u32
+    }
+
+    /// The driver sets how many packets the interface queue takes now (before each call).
+    pub fn set_device_room(&mut self, pkts: u32) {
+        self.below.device_room_pkts = pkts;
+    }
+
+    /// The NIC has sent a data segment that held `below_bytes` (`tcp_wfree`); a throttled
+    /// socket writes again (`tcp_tsq_handler` -> `tcp_tsq_write`).
+    pub fn on_tx_complete(
+        &mut self,
+        now_ns: u64,
+        below_bytes: u32,
+        out: &mut Vec<super::segment::DataSeg>,
+    ) {
+        self.below.wmem_bytes = self.below.wmem_bytes.saturating_sub(u64::from(below_bytes));
+        if !self.below.throttled {
+            return;
+        }
+        self.below.throttled = false;
+        self.set_now(now_ns);
+        self.tsq_write(out);
+    }
+
+    /// `tcp_tsq_write`: lost segments first if cwnd allows, then new data.
+    pub(crate) fn tsq_write(&mut self, out: &mut Vec<super::segment::DataSeg>) {
+        if self.tp.lost_out > self.tp.retrans_out && self.tp.snd_cwnd > self.tp.packets_in_flight()
+        {
+            self.xmit_retransmit_queue(out);
+        }
+        self.write_xmit(out);
+    }
+}
