@@ -14,7 +14,8 @@
 //! driver only needs to wake up at [`Link::next_arrival_ns`]. [`spec`] holds a link direction in
 //! the scenario's units and [`topology`] the graph of nodes, links and media with its routes.
 //! The [`Medium`] trait (ports in, ports out) is what drivers hold: a link direction is a
-//! two-port medium, a [`SharedChannel`] joins N ports on one transmitter.
+//! two-port medium, a [`SharedChannel`] joins N ports on one transmitter, a [`DcfCell`] is an
+//! 802.11 cell whose N stations contend under the Distributed Coordination Function ([`dcf`]).
 //!
 //! Randomness comes from [`rng::stream`]: one independent stream per named element, derived
 //! from the run seed, so the same seed gives the same run on every platform.
@@ -22,6 +23,7 @@
 #![warn(missing_docs)]
 
 pub mod capacity;
+pub mod dcf;
 pub mod error;
 pub mod host;
 pub mod link;
@@ -36,6 +38,7 @@ pub mod spec;
 pub mod topology;
 
 pub use capacity::{Capacity, MahimahiTrace, MAHIMAHI_MTU_BYTES};
+pub use dcf::{DcfCell, DcfSpec};
 pub use error::NetError;
 pub use link::{DelaySpike, DropReason, Dropped, Link, LinkConfig, LinkStats, Outage, QueueLimit};
 pub use loss::{Loss, LossModel};

@@ -139,6 +139,9 @@ pub enum DropReason {
     QueueFull,
     /// The AQM decided it: an early (random or delay-based) drop, or its own limit.
     Aqm,
+    /// A MAC gave up on the frame: every attempt allowed by its retry limit failed (an 802.11
+    /// cell, [`crate::dcf`]: collisions or frame errors).
+    Retry,
 }
 
 impl DropReason {
@@ -149,6 +152,7 @@ impl DropReason {
             DropReason::Random => "random",
             DropReason::QueueFull => "queue_full",
             DropReason::Aqm => "aqm",
+            DropReason::Retry => "retry",
         }
     }
 }
@@ -182,6 +186,15 @@ pub struct LinkStats {
     pub delivered_bytes: u64,
     /// Packets the AQM dropped: at enqueue (early or over its limit) or from its queue.
     pub dropped_aqm_pkts: u64,
+    /// Packets a MAC dropped after its retry limit ([`DropReason::Retry`]; 0 on a link). Left
+    /// out of the serialised counters while 0, so the summaries of links and shared channels
+    /// (and the reference trace hashes) are unchanged.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_retry_pkts: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 #[derive(Debug)]

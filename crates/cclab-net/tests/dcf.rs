@@ -1,0 +1,390 @@
+//! The 802.11 DCF cell against closed forms: Bianchi's saturation model, one station's cycle,
+//! the geometric law of retries under frame errors; and its bookkeeping: per-port queues and
+//! lanes, determinism, bad specs.
+//!
+//! Bianchi's figures are printed with `cargo test --release -p cclab-net --test dcf --
+//! --nocapture` (they are the ones in docs/dcf.md).
+
+use cclab_net::dcf::{DcfParams, Standard};
+use cclab_net::*;
+
+/// (source port, id, bytes).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct P {
+    from: usize,
+    id: u64,
+    bytes: u32,
+}
+impl NetPacket for P {
+    fn wire_bytes(&self) -> u32 {
+        self.bytes
+    }
+}
+
+const PAYLOAD_BYTES: u32 = 1500;
+
+/// What a saturated run measured.
+struct Saturated {
+    throughput_bps: f64,
+    /// Collisions per attempt, all stations.
+    collision_p: f64,
+    /// Delivery times.
+    times: Vec<u64>,
+    params: DcfParams,
+}
+
+/// `n` stations (ports 1..=n) always backlogged with 1500 B packets to the access point
+/// (port 0, which sends nothing), for `seconds`.
+fn saturate(spec: DcfSpec, n: usize, seconds: u64, seed: u64) -> Saturated {
+    let mut c: DcfCell<P> = DcfCell::new(spec, n + 1, rng::stream(seed, "cell"));
+    let end_ns = seconds * NS_PER_S;
+    let mut id = 0;
+    let mut offer = |c: &mut DcfCell<P>, t: u64, from: usize| {
+        id += 1;
+        let p = P {
+            from,
+            id,
+            bytes: PAYLOAD_BYTES,
+        };
+        c.enqueue(t, from, 0, p).unwrap();
+    };
+    for s in 1..=n {
+        offer(&mut c, 0, s);
+        offer(&mut c, 0, s);
+    }
+    let mut times = vec![];
+    while let Some(t) = c.next_event_ns().filter(|&t| t <= end_ns) {
+        while let Some(p) = c.pop_delivered(t) {
+            times.push(t);
+            offer(&mut c, t, p.from);
+        }
+        while let Some((_, d)) = c.pop_dropped() {
+            offer(&mut c, t, d.pkt.from);
+        }
+    }
+    let (attempts, collisions) = (1..=n).fold((0, 0), |(a, k), s| {
+        let m = c.station_stats(s);
+        (a + m.attempts, k + m.collisions)
+    });
+    Saturated {
+        throughput_bps: times.len() as f64 * f64::from(PAYLOAD_BYTES) * 8.0 / seconds as f64,
+        collision_p: collisions as f64 / attempts as f64,
+        times,
+        params: c.params().clone(),
+    }
+}
+
+/// Bianchi (2000), "Performance Analysis of the IEEE 802.11 Distributed Coordination
+/// Function", IEEE JSAC 18(3): the fixed point of Eq. (7), tau(p) with W = CWmin + 1 and m
+/// doubling stages (CWmax + 1 = 2^m W), written as tau = 2 / (1 + W + p W sum_{k<m} (2p)^k) to
+/// avoid the 0/0 at p = 1/2, and Eq. (9), p = 1 - (1 - tau)^(n-1); solved by bisection (tau -
+/// tau(p(tau)) increases with tau). Returns (tau, p).
+fn bianchi_fixed_point(n: usize, w: f64, m: u32) -> (f64, f64) {
+    let p_of = |tau: f64| 1.0 - (1.0 - tau).powi(n as i32 - 1);
+    let tau_of = |p: f64| {
+        let sum: f64 = (0..m).map(|k| (2.0 * p).powi(k as i32)).sum();
+        2.0 / (1.0 + w + p * w * sum)
+    };
+    let (mut lo, mut hi) = (0.0, 1.0);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if mid - tau_of(p_of(mid)) > 0.0 {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    let tau = 0.5 * (lo + hi);
+    (tau, p_of(tau))
+}
+
+/// Bianchi's saturation throughput, Eq. (13):
+/// `S = Ps Ptr E[P] / ((1 - Ptr) sigma + Ptr Ps Ts + Ptr (1 - Ps) Tc)`, with this cell's slot,
+/// Ts and Tc (no propagation delay). Returns (bit/s, p).
+fn bianchi(params: &DcfParams, n: usize, rts: bool) -> (f64, f64) {
+    let w = f64::from(params.cw_min + 1);
+    let m = ((params.cw_max + 1) / (params.cw_min + 1)).ilog2();
+    let (tau, p) = bianchi_fixed_point(n, w, m);
+    let ptr = 1.0 - (1.0 - tau).powi(n as i32);
+    let ps = n as f64 * tau * (1.0 - tau).powi(n as i32 - 1) / ptr;
+    let ns = |x: u64| x as f64 * 1e-9;
+    let data = params.data_ns(PAYLOAD_BYTES);
+    let exchange = data + params.sifs_ns + params.ack_ns() + params.difs_ns;
+    let (ts, tc) = if rts {
+        let handshake = params.rts_ns() + params.cts_ns() + 2 * params.sifs_ns;
+        (
+            handshake + exchange,
+            params.rts_ns() + params.response_timeout_ns() + params.difs_ns,
+        )
+    } else {
+        (
+            exchange,
+            data + params.response_timeout_ns() + params.difs_ns,
+        )
+    };
+    let payload_bits = f64::from(PAYLOAD_BYTES) * 8.0;
+    let s = ps * ptr * payload_bits
+        / ((1.0 - ptr) * ns(params.slot_ns) + ptr * ps * ns(ts) + ptr * (1.0 - ps) * ns(tc));
+    (s, p)
+}
+
+/// Saturated cells of 1, 2, 5, 10, 20 stations against Bianchi: throughput within 3 %, the
+/// collision probability within 0.03. Bianchi assumes no retry limit: 1000 attempts here.
+fn check_bianchi(spec: DcfSpec, label: &str, seconds: u64) {
+    let rts = spec.rts_threshold_bytes.is_some();
+    println!("{label}: n, simulated Mbit/s, Bianchi Mbit/s, error, simulated p, Bianchi p");
+    for n in [1, 2, 5, 10, 20] {
+        let run = saturate(spec.clone(), n, seconds, 1);
+        let (s, p) = bianchi(&run.params, n, rts);
+        let err = run.throughput_bps / s - 1.0;
+        println!(
+            "{label}: {n:2} {:7.3} {:7.3} {:+6.2} % {:.4} {:.4}",
+            run.throughput_bps / 1e6,
+            s / 1e6,
+            100.0 * err,
+            run.collision_p,
+            p
+        );
+        assert!(err.abs() < 0.03, "{label} n = {n}: throughput off by {err}");
+        assert!(
+            (run.collision_p - p).abs() < 0.03,
+            "{label} n = {n}: p {} against {p}",
+            run.collision_p
+        );
+    }
+}
+
+fn large_retry_limit(standard: Standard) -> DcfSpec {
+    DcfSpec {
+        retry_limit: 1000,
+        ..DcfSpec::of(standard)
+    }
+}
+
+#[test]
+fn bianchi_saturation_802_11g() {
+    check_bianchi(large_retry_limit(Standard::Dot11g), "802.11g", 100);
+}
+
+#[test]
+fn bianchi_saturation_802_11b() {
+    check_bianchi(large_retry_limit(Standard::Dot11b), "802.11b", 100);
+}
+
+#[test]
+fn bianchi_saturation_802_11g_rts_cts() {
+    let spec = DcfSpec {
+        rts_threshold_bytes: Some(0),
+        ..large_retry_limit(Standard::Dot11g)
+    };
+    check_bianchi(spec, "802.11g RTS/CTS", 100);
+}
+
+#[test]
+fn one_station_cycle_is_difs_mean_backoff_data_sifs_ack() {
+    for standard in [Standard::Dot11b, Standard::Dot11g, Standard::Dot11n] {
+        let run = saturate(DcfSpec::of(standard), 1, 20, 5);
+        let p = &run.params;
+        let cycle_ns = p.difs_ns as f64
+            + f64::from(p.cw_min) / 2.0 * p.slot_ns as f64
+            + (p.data_ns(PAYLOAD_BYTES) + p.sifs_ns + p.ack_ns()) as f64;
+        let want_bps = f64::from(PAYLOAD_BYTES) * 8.0 / (cycle_ns * 1e-9);
+        let err = run.throughput_bps / want_bps - 1.0;
+        println!(
+            "{}: one station {:.3} Mbit/s, analytic {:.3}",
+            standard.name(),
+            run.throughput_bps / 1e6,
+            want_bps / 1e6
+        );
+        assert!(err.abs() < 0.01, "{}: off by {err}", standard.name());
+        assert_eq!(run.collision_p, 0.0);
+    }
+}
+
+#[test]
+fn frame_errors_give_geometric_retries_and_drops_at_the_retry_limit() {
+    // One station, every attempt lost with e = 0.5, 7 attempts: a frame is dropped with
+    // probability e^7 = 1/128 and takes (1 - e^7) / (1 - e) attempts on average.
+    let (e, limit, frames) = (0.5f64, 7, 100_000u64);
+    let spec = DcfSpec {
+        frame_error_rates: vec![0.0, e],
+        retry_limit: limit,
+        ..DcfSpec::default()
+    };
+    let mut c: DcfCell<P> = DcfCell::new(spec, 2, rng::stream(3, "fer"));
+    let mut offered = 0;
+    let mut offer = |c: &mut DcfCell<P>, t: u64| {
+        if offered < frames {
+            offered += 1;
+            let p = P {
+                from: 1,
+                id: offered,
+                bytes: 1000,
+            };
+            c.enqueue(t, 1, 0, p).unwrap();
+        }
+    };
+    offer(&mut c, 0);
+    let (mut delivered, mut dropped) = (0u64, 0u64);
+    while let Some(t) = c.next_event_ns() {
+        while c.pop_delivered(t).is_some() {
+            delivered += 1;
+            offer(&mut c, t);
+        }
+        while let Some((dt, d)) = c.pop_dropped() {
+            assert_eq!(
+                (dt, d.reason),
+                (t, DropReason::Retry),
+                "dropped when its timeout ends"
+            );
+            dropped += 1;
+            offer(&mut c, t);
+        }
+    }
+    let m = *c.station_stats(1);
+    let n = frames as f64;
+    let want_drops = n * e.powi(limit as i32);
+    let sd = (n * e.powi(limit as i32) * (1.0 - e.powi(limit as i32))).sqrt();
+    let want_attempts = n * (1.0 - e.powi(limit as i32)) / (1.0 - e);
+    println!(
+        "frame errors: drops {dropped} (expected {want_drops:.1} +- {sd:.1}), attempts {} \
+         (expected {want_attempts:.0})",
+        m.attempts
+    );
+    assert_eq!(delivered + dropped, frames);
+    assert!((dropped as f64 - want_drops).abs() < 4.0 * sd);
+    assert!((m.attempts as f64 / want_attempts - 1.0).abs() < 0.01);
+    assert_eq!(
+        (m.successes, m.retry_drops, m.frame_errors, m.collisions),
+        (delivered, dropped, m.attempts - delivered, 0)
+    );
+    assert_eq!(c.stats(1).dropped_retry_pkts, dropped);
+    assert_eq!(c.stats(0).delivered_pkts, delivered);
+    // A frame between two ports takes the larger of their rates: the access point (port 0,
+    // rate 0) sending to port 1 loses as much as port 1 does; port 2 (rate 0) loses nothing.
+    let spec = DcfSpec {
+        frame_error_rates: vec![0.0, 0.3, 0.0],
+        retry_limit: 100,
+        ..DcfSpec::default()
+    };
+    let mut c: DcfCell<P> = DcfCell::new(spec, 3, rng::stream(3, "pair"));
+    for i in 0..20_000 {
+        let (from, to) = [(0, 1), (2, 0)][i % 2];
+        let p = P {
+            from,
+            id: i as u64,
+            bytes: 200,
+        };
+        c.enqueue(i as u64 * 1_000_000, from, to, p).unwrap();
+        while let Some(t) = c.next_event_ns().filter(|&t| t <= i as u64 * 1_000_000) {
+            while c.pop_delivered(t).is_some() {}
+        }
+    }
+    let ap = c.station_stats(0);
+    let lost = ap.frame_errors as f64 / ap.attempts as f64;
+    assert!((lost - 0.3).abs() < 0.015, "{lost}");
+    assert_eq!(c.station_stats(2).frame_errors, 0);
+}
+
+#[test]
+fn a_full_queue_refuses_at_its_port_only_and_lanes_add_up() {
+    // An access point (port 0) with a 3-packet queue offered 10 packets, three stations 2
+    // each: only the access point refuses.
+    let spec = DcfSpec {
+        queue_pkts: Some(3),
+        ..DcfSpec::default()
+    };
+    let mut c: DcfCell<P> = DcfCell::new(spec, 4, rng::stream(1, "q"));
+    let mut refused = [0u64; 4];
+    for i in 0..10u64 {
+        let to = 1 + (i as usize % 3);
+        let p = P {
+            from: 0,
+            id: i,
+            bytes: 1200,
+        };
+        refused[0] += c.enqueue(0, 0, to, p).is_err() as u64;
+    }
+    for (s, r) in refused.iter_mut().enumerate().skip(1) {
+        for i in 0..2 {
+            let p = P {
+                from: s,
+                id: 100 + i,
+                bytes: 100,
+            };
+            *r += c.enqueue(1_000, s, 0, p).is_err() as u64;
+        }
+    }
+    assert_eq!(refused, [7, 0, 0, 0]);
+    assert_eq!(Medium::lanes(&c), 4);
+    assert_eq!(
+        (0..4).map(|l| c.queue_pkts(1_000, l)).collect::<Vec<_>>(),
+        [3, 2, 2, 2]
+    );
+    assert_eq!(c.queue_bytes(1_000, 0), 3600);
+    let mut out = vec![];
+    while let Some(t) = c.next_event_ns() {
+        while let Some(p) = c.pop_delivered(t) {
+            out.push(p);
+        }
+    }
+    assert_eq!(out.len(), 9);
+    for (l, &r) in refused.iter().enumerate() {
+        let s = c.stats(l);
+        let want_enq = if l == 0 { 3 } else { 2 };
+        assert_eq!(s.enqueued_pkts, want_enq);
+        assert_eq!(s.dropped_queue_full_pkts, r);
+        assert_eq!(s.dropped_retry_pkts, 0);
+        assert_eq!(
+            (c.queue_pkts(u64::MAX, l), c.queue_bytes(u64::MAX, l)),
+            (0, 0)
+        );
+        let m = c.station_stats(l);
+        assert_eq!(m.successes, want_enq);
+        assert_eq!(m.attempts, m.successes + m.collisions + m.frame_errors);
+    }
+    // Delivered on the destination's lane: the stations' 6 to the access point, one each back.
+    assert_eq!(
+        (0..4)
+            .map(|l| c.stats(l).delivered_pkts)
+            .collect::<Vec<_>>(),
+        [6, 1, 1, 1]
+    );
+    assert_eq!(c.stats(0).delivered_bytes, 600);
+}
+
+#[test]
+fn the_same_seed_gives_the_same_run_and_another_seed_another() {
+    let spec = DcfSpec {
+        frame_error_rate: 0.1,
+        ..DcfSpec::of(Standard::Dot11n)
+    };
+    let a = saturate(spec.clone(), 5, 1, 11).times;
+    let b = saturate(spec.clone(), 5, 1, 11).times;
+    let other = saturate(spec, 5, 1, 12).times;
+    assert!(a.len() > 1000);
+    assert_eq!(a, b);
+    assert_ne!(a, other);
+}
+
+#[test]
+fn bad_specs_name_the_field() {
+    let err = |s: DcfSpec| match s.validate_ports("media[0]", 4) {
+        Err(NetError::Field { field, message }) => format!("{field}: {message}"),
+        other => panic!("{other:?}"),
+    };
+    let e = err(DcfSpec {
+        cw_min: Some(64),
+        cw_max: Some(31),
+        ..DcfSpec::default()
+    });
+    assert!(e.starts_with("media[0].cw_min: "), "{e}");
+    let e = err(DcfSpec {
+        frame_error_rates: vec![0.1; 3],
+        ..DcfSpec::default()
+    });
+    assert!(e.contains("one per port (4)"), "{e}");
+    let toml_like: Result<DcfSpec, _> =
+        serde_json::from_str(r#"{"standard": "802.11g", "retry_limits": 7}"#);
+    assert!(toml_like.unwrap_err().to_string().contains("retry_limits"));
+}
