@@ -14,7 +14,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator,
+                      model_validator)
 
 from ._errors import ScenarioError
 from .units import UnitError, parse_quantity, unit_of_field
@@ -28,6 +29,8 @@ __all__ = [
     "Node",
     "NetLink",
     "Medium",
+    "SharedMedium",
+    "DcfMedium",
     "SimSettings",
     "ScenarioError",
     "load_scenario",
@@ -265,7 +268,7 @@ class Node(_Model):
     host: HostStack | None = None
 
 
-class Medium(_Model):
+class SharedMedium(_Model):
     """A multi-port medium of the general form: a shared channel joining ``nodes`` (each node's
     port is its interface on it): one transmitter at ``rate_bps`` shared round-robin by the
     ports that have packets, ``overhead_us`` of airtime per transmission besides its bits,
@@ -281,6 +284,93 @@ class Medium(_Model):
     overhead_us: float = Field(default=0.0, ge=0)
     loss: Prob | None = None
     loss_model: LossModel | None = None
+
+    def core_spec(self) -> dict[str, Any]:
+        """The core's ``spec`` object."""
+        if self.loss_model is not None:
+            loss_model = self.loss_model.model_dump()
+        elif self.loss:
+            loss_model = {"kind": "bernoulli", "p": self.loss}
+        else:
+            loss_model = {"kind": "none"}
+        return {"rate_bps": int(round(self.rate_bps)), "delay_ms": float(self.delay_ms), "queue_pkts": self.queue_pkts,
+                "overhead_us": float(self.overhead_us), "loss_model": loss_model}
+
+
+class DcfMedium(_Model):
+    """An 802.11 cell of the general form (``kind = "dcf"``): ``nodes`` contend for one channel
+    under the Distributed Coordination Function, each with its own queue (an access point's
+    holds everything it sends, TCP ACKs included). Every PHY value defaults to the
+    ``standard``'s preset; docs/dcf.md has the model and every field
+    (crates/cclab-net/src/dcf)."""
+
+    name: str = Field(min_length=1)
+    nodes: list[str] = Field(min_length=2)
+    kind: Literal["dcf"]
+    #: "802.11b", "802.11g" (ERP-OFDM, 54 Mbit/s) or "802.11n" (HT, one stream, 20 MHz).
+    standard: Literal["802.11b", "802.11g", "802.11n"] = "802.11g"
+    #: 802.11n only: the HT MCS, 0..7 (default 7, 65 Mbit/s).
+    ht_mcs: int | None = Field(default=None, ge=0, le=7)
+    slot_us: float | None = Field(default=None, gt=0)
+    sifs_us: float | None = Field(default=None, ge=0)
+    difs_us: float | None = Field(default=None, ge=0)
+    data_rate_bps: float | None = Field(default=None, gt=0)
+    control_rate_bps: float | None = Field(default=None, gt=0)
+    cw_min: int | None = Field(default=None, ge=0)
+    cw_max: int | None = Field(default=None, ge=0)
+    preamble_us: float | None = Field(default=None, ge=0)
+    control_preamble_us: float | None = Field(default=None, ge=0)
+    signal_extension_us: float | None = Field(default=None, ge=0)
+    mac_overhead_bytes: int | None = Field(default=None, ge=0)
+    #: Transmission attempts of a frame before it is dropped.
+    retry_limit: int = Field(default=7, ge=1)
+    #: Each port's queue limit, packets / bytes (the frame in its exchange included).
+    queue_pkts: int | None = Field(default=None, ge=1)
+    queue_bytes: int | None = Field(default=None, ge=1)
+    #: A node's own packet limit, replacing ``queue_pkts`` for it: ``{ ap = 400 }``.
+    queue_pkts_by_node: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
+    #: Frames whose PSDU is longer go after an RTS/CTS exchange.
+    rts_threshold_bytes: int | None = Field(default=None, ge=0)
+    #: Probability that an attempt not in a collision is lost (every port) ...
+    frame_error_rate: Prob = 0.0
+    #: ... or per port, one entry per node.
+    frame_error_rates: list[Prob] = Field(default_factory=list)
+    delay_ms: float = Field(default=0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _ports(self) -> "DcfMedium":
+        unknown = sorted(set(self.queue_pkts_by_node) - set(self.nodes))
+        if unknown:
+            raise ValueError(f"queue_pkts_by_node: {unknown} not on this medium; its nodes are {self.nodes}")
+        if self.frame_error_rates and len(self.frame_error_rates) != len(self.nodes):
+            raise ValueError(f"frame_error_rates: {len(self.frame_error_rates)} values; none, or one per node "
+                             f"({len(self.nodes)})")
+        return self
+
+    def core_spec(self) -> dict[str, Any]:
+        """The core's ``spec`` object (DcfSpec)."""
+        d = self.model_dump(exclude={"name", "nodes", "kind", "queue_pkts_by_node"}, exclude_none=True)
+        if self.queue_pkts_by_node:
+            d["queue_pkts_by_port"] = [self.queue_pkts_by_node.get(n) for n in self.nodes]
+        for k in ("data_rate_bps", "control_rate_bps"):
+            if k in d:
+                d[k] = int(round(d[k]))
+        if not d.get("frame_error_rates"):
+            d.pop("frame_error_rates", None)
+        return d
+
+
+MEDIUM_KINDS = ("shared", "dcf")
+
+
+def _medium_kind(v: Any) -> str:
+    return v.get("kind", "shared") if isinstance(v, dict) else getattr(v, "kind", "shared")
+
+
+#: A multi-port medium: a shared channel (``kind = "shared"``, the default) or an 802.11 DCF
+#: cell (``kind = "dcf"``).
+Medium = Annotated[Union[Annotated[SharedMedium, Tag("shared")], Annotated[DcfMedium, Tag("dcf")]],
+                   Discriminator(_medium_kind)]
 
 
 class NetLink(Duplex):
@@ -568,16 +658,8 @@ class Scenario(_Model):
         return out
 
     @staticmethod
-    def _medium_json(m: "Medium") -> dict[str, Any]:
-        if m.loss_model is not None:
-            loss_model = m.loss_model.model_dump()
-        elif m.loss:
-            loss_model = {"kind": "bernoulli", "p": m.loss}
-        else:
-            loss_model = {"kind": "none"}
-        return {"name": m.name, "nodes": list(m.nodes), "kind": m.kind,
-                "spec": {"rate_bps": int(round(m.rate_bps)), "delay_ms": float(m.delay_ms), "queue_pkts": m.queue_pkts,
-                         "overhead_us": float(m.overhead_us), "loss_model": loss_model}}
+    def _medium_json(m: SharedMedium | DcfMedium) -> dict[str, Any]:
+        return {"name": m.name, "nodes": list(m.nodes), "kind": m.kind, "spec": m.core_spec()}
 
     def lowered(self) -> dict[str, Any]:
         """The network this scenario builds, as both backends build it (the core's lowering):
@@ -606,7 +688,8 @@ def _loc_to_path(loc: tuple[Any, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("none", "bernoulli", "gilbert_elliott", "function-after[_exclusive()]", *QDISC_KINDS):
+        elif part in ("none", "bernoulli", "gilbert_elliott", "function-after[_exclusive()]", *QDISC_KINDS,
+                      *MEDIUM_KINDS):
             continue
         elif isinstance(part, str) and part.startswith(("function-", "tagged-union")):
             continue
@@ -639,23 +722,39 @@ def _problems(err: ValidationError, model: type[BaseModel]) -> list[tuple[str, s
         m = re.match(r"^([\w\[\].]+): (.*)$", msg, re.S)
         if m and ("[" in m.group(1) or m.group(1) in ("bottleneck", "flows", "senders", "receivers", "nodes", "links", "media")):
             path, msg = m.group(1), m.group(2)
+        elif m and e["type"] == "value_error":
+            # A model's own check naming one of its fields ("queue_pkts_by_node: ...").
+            here = _model_at(model, tuple(e["loc"]))
+            if here is not None and m.group(1) in here.model_fields:
+                path, msg = f"{path}.{m.group(1)}", m.group(2)
         problems.append((path, msg))
     return problems
 
 
 def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
     cur: Any = model
+    ann: Any = None
     for part in loc:
         if isinstance(part, int):
             continue
         fields = getattr(cur, "model_fields", None)
-        if not fields or part not in fields:
-            return None
-        ann = fields[part].annotation
-        cur = _first_model(ann)
+        if fields and part in fields:
+            ann = fields[part].annotation
+            cur = _first_model(ann)
+        else:
+            # A tagged union's tag: the member whose ``kind`` is ``part``.
+            cur = next((m for m in _models(ann) if getattr(m.model_fields.get("kind"), "annotation", None)
+                        and part in getattr(m.model_fields["kind"].annotation, "__args__", ())), None)
         if cur is None:
             return None
     return cur if isinstance(cur, type) and issubclass(cur, BaseModel) else None
+
+
+def _models(ann: Any) -> list[type[BaseModel]]:
+    """Every model class in annotation ``ann`` (unions, lists and Annotated unwrapped)."""
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return [ann]
+    return [m for a in (getattr(ann, "__args__", ()) or ()) for m in _models(a)]
 
 
 def _first_model(ann: Any) -> Any:

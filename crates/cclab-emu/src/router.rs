@@ -4,10 +4,10 @@
 //! model says. Time is passed in (ns since start); the driver (`emu.rs`) reads the clock, the
 //! TUNs and the timer. Unit-tested without root.
 
-use crate::spec::{MediumKind, Spec};
+use crate::spec::Spec;
 use crate::stats::{Histogram, LinkCounters, PortCounters};
 use cclab_net::link::{DropReason, Link, LinkStats};
-use cclab_net::{rng, Medium, NetPacket, SharedChannel};
+use cclab_net::{rng, Medium, NetPacket};
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
@@ -172,11 +172,7 @@ impl Router {
         }
         for m in &spec.media {
             let rng = rng::stream(spec.seed, &m.name);
-            elements.push(match &m.kind {
-                MediumKind::Shared(s) => {
-                    Box::new(SharedChannel::new(s.clone(), m.lanes.len(), rng))
-                }
-            });
+            elements.push(m.model.build(m.lanes.len(), rng));
             lane_names.extend(m.lanes.iter().cloned());
         }
         let mut first_lane = Vec::with_capacity(elements.len());
@@ -416,6 +412,7 @@ impl Router {
 mod tests {
     use super::*;
     use crate::spec::Spec;
+    use cclab_net::{MediumModel, SharedChannel};
 
     fn ip(dst: [u8; 4], len: usize) -> Vec<u8> {
         let mut p = vec![0u8; len];
@@ -715,7 +712,9 @@ mod tests {
             .collect();
         assert_eq!(got, want);
         // The same channel built from (seed, medium name) and offered the same packets.
-        let MediumKind::Shared(sp) = &s.media[0].kind;
+        let MediumModel::Shared(sp) = &s.media[0].model else {
+            panic!("a shared channel")
+        };
         let mut ch: SharedChannel<Pkt> = SharedChannel::new(sp.clone(), 3, rng::stream(3, "cell"));
         for from in [0, 0, 0, 0, 1, 1] {
             let p = Pkt {

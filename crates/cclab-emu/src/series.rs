@@ -63,7 +63,7 @@ impl LinkSeries {
                 self.w,
                 "{t_s:.6},{},{q_pkts},{q_bytes},{},{},{}",
                 router.lane_names[l],
-                st.dropped_random_pkts + st.dropped_queue_full_pkts + st.dropped_aqm_pkts,
+                st.dropped_pkts(),
                 st.tx_bytes,
                 st.ce_marks
             )

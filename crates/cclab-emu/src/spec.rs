@@ -7,8 +7,7 @@
 use cclab_net::link::LinkConfig;
 use cclab_net::loss::LossModel;
 use cclab_net::spec::LinkSpec;
-use cclab_net::{NetError, SharedSpec};
-use serde::de::DeserializeOwned;
+use cclab_net::{MediumKind, MediumModel, NetError};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -59,7 +58,7 @@ struct RawSpec {
     seed: u64,
     ports: Vec<PortSpec>,
     links: Vec<Value>,
-    /// Multi-port media (`{"name", "kind": "shared", "lanes": [...], "spec": {...}}`).
+    /// Multi-port media (`{"name", "kind": "shared" | "dcf", "lanes": [...], "spec": {...}}`).
     #[serde(default)]
     media: Vec<Value>,
     routes: Vec<RouteSpec>,
@@ -95,19 +94,13 @@ pub struct LinkDef {
     pub config: LinkConfig,
 }
 
-/// What a medium is.
-#[derive(Debug, Clone, PartialEq)]
-pub enum MediumKind {
-    /// `"shared"`: a [`cclab_net::SharedChannel`], N ports on one transmitter.
-    Shared(SharedSpec),
-}
-
 /// A multi-port medium, checked and ready to build.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MediumDef {
     /// Unique among links and media; also names its random stream.
     pub name: String,
-    pub kind: MediumKind,
+    /// Its model and settings (the simulator builds the same).
+    pub model: MediumModel,
     /// One per port: lane k is the transmit queue of port k, named so in the stats and the
     /// links series. Its length is the number of ports (at least 2).
     pub lanes: Vec<String>,
@@ -391,8 +384,9 @@ fn hop(
     }
 }
 
-/// One medium at field `f`: `name`, `kind` ("shared"), `lanes` (one name per port, at least
-/// 2) and `spec` (the kind's settings in the scenario's units: a `SharedSpec`).
+/// One medium at field `f`: `name`, `kind` ("shared" or "dcf"), `lanes` (one name per port, at
+/// least 2) and `spec` (the kind's settings in the scenario's units: a `SharedSpec` or a
+/// `DcfSpec`).
 fn medium_def(v: Value, f: &str) -> Result<MediumDef, SpecError> {
     let Value::Object(mut m) = v else {
         return Err(err(f, "an object with name, kind, lanes and spec"));
@@ -406,18 +400,23 @@ fn medium_def(v: Value, f: &str) -> Result<MediumDef, SpecError> {
             ))
         }
     };
-    match m.remove("kind") {
-        Some(Value::String(k)) if k == "shared" => {}
-        other => {
+    let kinds = MediumKind::ALL
+        .map(|k| format!("{:?}", k.name()))
+        .join(", ");
+    let kind = match m.remove("kind") {
+        Some(v) => serde_json::from_value::<MediumKind>(v.clone()).map_err(|_| {
+            err(
+                format!("{f}.kind"),
+                format!("{v} is not a kind of medium: one of {kinds}"),
+            )
+        })?,
+        None => {
             return Err(err(
                 format!("{f}.kind"),
-                format!(
-                    "{} is not a kind of medium: \"shared\" (the only one)",
-                    other.map_or("missing".to_string(), |v| v.to_string())
-                ),
+                format!("missing: a kind of medium, one of {kinds}"),
             ))
         }
-    }
+    };
     let lanes = match m.remove("lanes") {
         Some(Value::Array(a)) => a,
         other => {
@@ -455,7 +454,7 @@ fn medium_def(v: Value, f: &str) -> Result<MediumDef, SpecError> {
         return Err(err(
             format!("{f}.spec"),
             "missing: the medium's settings (a shared channel: rate_bps, delay_ms, queue_pkts, \
-             overhead_us, loss_model)",
+             overhead_us, loss_model; a DCF cell: standard and the DcfSpec fields)",
         ));
     };
     if let Some(k) = m.keys().next() {
@@ -465,44 +464,15 @@ fn medium_def(v: Value, f: &str) -> Result<MediumDef, SpecError> {
         ));
     }
     let sf = format!("{f}.spec");
-    let spec: SharedSpec = from_fields(spec, &sf, ("rate_bps", Value::from(1)))?;
-    spec.validate(&sf).map_err(|e| net_err(e, &sf))?;
+    let model = MediumModel::from_value(kind, spec, &sf).map_err(|e| net_err(e, &sf))?;
+    model
+        .validate(&sf, names.len())
+        .map_err(|e| net_err(e, &sf))?;
     Ok(MediumDef {
         name,
-        kind: MediumKind::Shared(spec),
+        model,
         lanes: names,
     })
-}
-
-/// Deserialize the object `v` at field `f`; an error names the field that is wrong
-/// (`f.rate_bps`): found by trying the fields one at a time (with `required` filled in), or
-/// the missing field serde names.
-fn from_fields<T: DeserializeOwned>(
-    v: Value,
-    f: &str,
-    required: (&str, Value),
-) -> Result<T, SpecError> {
-    let e = match serde_json::from_value::<T>(v.clone()) {
-        Ok(t) => return Ok(t),
-        Err(e) => e.to_string(),
-    };
-    if let Value::Object(m) = &v {
-        for (k, x) in m {
-            let mut one = serde_json::Map::new();
-            one.insert(required.0.to_string(), required.1.clone());
-            one.insert(k.clone(), x.clone());
-            if let Err(e1) = serde_json::from_value::<T>(Value::Object(one)) {
-                return Err(err(format!("{f}.{k}"), e1.to_string()));
-            }
-        }
-    }
-    match e
-        .strip_prefix("missing field `")
-        .and_then(|r| r.split('`').next())
-    {
-        Some(name) => Err(err(format!("{f}.{name}"), e.clone())),
-        None => Err(err(f, e)),
-    }
 }
 
 /// A cclab-net check's error as a spec error (its field is a full path already).
@@ -611,6 +581,7 @@ mod tests {
     use super::*;
     use cclab_net::capacity::Capacity;
     use cclab_net::link::QueueLimit;
+    use cclab_net::SharedSpec;
 
     pub const EXAMPLE: &str = r#"{ "seed": 1,
       "ports": [ {"name": "s0", "netns": "cclab-1234-s0", "dev": "cl0", "addrs": ["10.77.0.1"]},
@@ -739,7 +710,9 @@ mod tests {
         let m = &s.media[0];
         assert_eq!(m.name, "cell");
         assert_eq!(m.lanes, ["cell.sta1", "cell.sta2", "cell.ap"]);
-        let MediumKind::Shared(sp) = &m.kind;
+        let MediumModel::Shared(sp) = &m.model else {
+            panic!("a shared channel")
+        };
         assert_eq!(
             *sp,
             SharedSpec {
@@ -762,11 +735,39 @@ mod tests {
             r#""queue_pkts": null, "loss_model": {"kind": "bernoulli", "p": 0.1},"#,
         );
         let s = Spec::parse(&text).unwrap();
-        let MediumKind::Shared(sp) = &s.media[0].kind;
+        let MediumModel::Shared(sp) = &s.media[0].model else {
+            panic!("a shared channel")
+        };
         assert_eq!(
             (sp.queue_pkts, &sp.loss_model),
             (None, &LossModel::Bernoulli { p: 0.1 })
         );
+    }
+
+    #[test]
+    fn a_dcf_cell_parses_as_the_simulator_reads_it() {
+        let text = MEDIA
+            .replace(r#""kind": "shared""#, r#""kind": "dcf""#)
+            .replace(
+                r#""spec": {"rate_bps": 12000000, "delay_ms": 0.5, "queue_pkts": 50,
+                           "overhead_us": 100}"#,
+                r#""spec": {"standard": "802.11g", "queue_pkts": 50,
+                           "queue_pkts_by_port": [null, null, 200]}"#,
+            );
+        let s = Spec::parse(&text).unwrap();
+        let MediumModel::Dcf(d) = &s.media[0].model else {
+            panic!("a DCF cell")
+        };
+        assert_eq!(
+            (d.port_queue_pkts(0), d.port_queue_pkts(2)),
+            (Some(50), Some(200))
+        );
+        let bad = text.replace(r#""queue_pkts": 50"#, r#""queue_pkts": 50, "cw_min": "x""#);
+        let e = Spec::parse(&bad).unwrap_err();
+        assert_eq!(e.field, "media[0].spec.cw_min", "{e:?}");
+        let bad = text.replace("[null, null, 200]", "[null, null, 200, 1]");
+        let e = Spec::parse(&bad).unwrap_err();
+        assert_eq!(e.field, "media[0].spec.queue_pkts_by_port", "{e:?}");
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub mod host;
 pub mod link;
 pub mod loss;
 pub mod medium;
+pub mod model;
 pub mod packet;
 pub mod qdisc;
 pub mod rng;
@@ -43,11 +44,12 @@ pub use error::NetError;
 pub use link::{DelaySpike, DropReason, Dropped, Link, LinkConfig, LinkStats, Outage, QueueLimit};
 pub use loss::{Loss, LossModel};
 pub use medium::Medium;
+pub use model::{MediumKind, MediumModel};
 pub use packet::{Ecn, NetPacket};
 pub use qdisc::QdiscConfig;
 pub use shared::{SharedChannel, SharedSpec};
 pub use spec::{DelaySpikeSpec, LinkSpec, OutageSpec};
-pub use topology::{Dir, Graph, Hop, LinkPairSpec, MediumKind, MediumSpec, NodeKind, NodeSpec};
+pub use topology::{Dir, Graph, Hop, LinkPairSpec, MediumSpec, NodeKind, NodeSpec};
 
 /// Nanoseconds per microsecond.
 pub const NS_PER_US: u64 = 1_000;

@@ -197,6 +197,16 @@ fn is_zero(v: &u64) -> bool {
     *v == 0
 }
 
+impl LinkStats {
+    /// Packets dropped for any reason (random loss, a full queue, an AQM, a MAC's retry limit).
+    pub fn dropped_pkts(&self) -> u64 {
+        self.dropped_random_pkts
+            + self.dropped_queue_full_pkts
+            + self.dropped_aqm_pkts
+            + self.dropped_retry_pkts
+    }
+}
+
 #[derive(Debug)]
 struct Entry<P> {
     arrival_ns: u64,

@@ -17,6 +17,7 @@
 //! receiver no route reaches.
 
 use crate::error::NetError;
+use crate::model::{MediumKind, MediumModel};
 use crate::spec::LinkSpec;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -68,15 +69,6 @@ pub struct LinkPairSpec {
     pub elide_ideal: bool,
 }
 
-/// What kind of multi-port medium.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MediumKind {
-    /// [`crate::shared::SharedChannel`]: one transmitter shared round-robin by its ports.
-    #[default]
-    Shared,
-}
-
 /// A multi-port medium joining several nodes (each node's port is its interface on it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -88,8 +80,19 @@ pub struct MediumSpec {
     /// Its model.
     #[serde(default)]
     pub kind: MediumKind,
-    /// The model's settings.
-    pub spec: crate::shared::SharedSpec,
+    /// The model's settings, read by [`MediumSpec::model`] (so an error names its field).
+    pub spec: serde_json::Value,
+}
+
+impl MediumSpec {
+    /// Its model with settings, checked for its port count; errors name the field under
+    /// `media[m].spec`.
+    pub fn model(&self, m: usize) -> Result<MediumModel, NetError> {
+        let path = format!("media[{m}].spec");
+        let model = MediumModel::from_value(self.kind, self.spec.clone(), &path)?;
+        model.validate(&path, self.nodes.len())?;
+        Ok(model)
+    }
 }
 
 /// Which way a link is crossed.
@@ -692,13 +695,7 @@ mod tests {
     #[test]
     fn a_medium_joins_every_pair_of_its_nodes() {
         use NodeKind::*;
-        let spec = crate::shared::SharedSpec {
-            rate_bps: 1,
-            delay_ms: 0.0,
-            queue_pkts: None,
-            overhead_us: 0.0,
-            loss_model: crate::loss::LossModel::None,
-        };
+        let spec = serde_json::json!({"rate_bps": 1});
         let cell = MediumSpec {
             name: "cell".into(),
             nodes: vec!["a".into(), "b".into(), "ap".into()],

@@ -440,7 +440,7 @@ impl Scenario {
                     l.rev.validate(&format!("links[{k}].reverse"))?;
                 }
                 for (m, md) in self.media.iter().enumerate() {
-                    md.spec.validate(&format!("media[{m}]"))?;
+                    md.model(m)?;
                 }
             }
         }

@@ -19,9 +19,9 @@
 //! sender's and its receiver's devices, and the simulator puts them in front of the hops.
 
 use crate::config::{ConfigError, Duplex, Host, HostSpec, HostStack, Scenario};
-use cclab_net::shared::SharedSpec;
 use cclab_net::spec::LinkSpec;
 use cclab_net::topology::{Dir, Graph, Hop, LinkPairSpec, NodeKind, NodeSpec};
+use cclab_net::MediumModel;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -59,8 +59,9 @@ pub struct SimMedium {
     pub lanes: Vec<String>,
     /// Where it is in the scenario file (`media[2]`).
     pub field: String,
-    /// Its model.
-    pub spec: SharedSpec,
+    /// Its model and settings (`kind` and `spec` in the lowering's JSON).
+    #[serde(flatten)]
+    pub model: MediumModel,
 }
 
 /// A host interface's queue and NIC (see the module doc): a link direction with the device's
@@ -276,18 +277,20 @@ pub fn lower(sc: &Scenario) -> Result<Lowered, ConfigError> {
         .media
         .iter()
         .enumerate()
-        .map(|(m, md)| SimMedium {
-            name: md.name.clone(),
-            nodes: md.nodes.clone(),
-            lanes: md
-                .nodes
-                .iter()
-                .map(|n| format!("{}.{n}", md.name))
-                .collect(),
-            field: format!("media[{m}]"),
-            spec: md.spec.clone(),
+        .map(|(m, md)| -> Result<SimMedium, ConfigError> {
+            Ok(SimMedium {
+                name: md.name.clone(),
+                nodes: md.nodes.clone(),
+                lanes: md
+                    .nodes
+                    .iter()
+                    .map(|n| format!("{}.{n}", md.name))
+                    .collect(),
+                field: format!("media[{m}]"),
+                model: md.model(m)?,
+            })
         })
-        .collect();
+        .collect::<Result<_, _>>()?;
     // Stacks and devices.
     let mut stacks = BTreeMap::new();
     let mut devices = Vec::new();

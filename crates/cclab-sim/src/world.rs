@@ -15,7 +15,6 @@ use crate::tcp::sender::{Sender, SenderConfig};
 use crate::trace::{EventTrace, FlowTrace, LinkTrace};
 use crate::{RunOutput, SimError};
 use cclab_net::medium::Medium;
-use cclab_net::shared::SharedChannel;
 
 /// Bytes of a SYN or SYN-ACK on the wire (20 B IPv4 + 40 B TCP with MSS, SACK, TS, WS options).
 const SYN_BYTES: u64 = 60;
@@ -74,9 +73,10 @@ struct LinkSlot {
     late_drops: bool,
     /// Index of its first lane in the links table (its lanes are consecutive).
     first_lane: u32,
-    /// A host device: packets its senders did not offer because it was full (local drops,
-    /// counted with its queue-full drops).
-    local_drops: u64,
+    /// Per lane, for an interface queue (a host device, a host's port on a medium): packets
+    /// its senders did not offer because it was full (local drops, counted with its queue-full
+    /// drops); empty until the first.
+    local_drops: Vec<u64>,
 }
 
 struct FlowSlot {
@@ -90,10 +90,22 @@ struct FlowSlot {
     syn_rtt_ns: u64,
     timestamps: bool,
     last_traced: Option<(u32, u32, u8)>,
-    /// The sender's device (element index) and how many packets it holds at most.
-    device: Option<(u32, u32)>,
+    /// The sender's interface queue: its device, or its port's queue on the medium its data
+    /// enters first.
+    device: Option<InterfaceQueue>,
     /// The sender's local drops already counted on its device.
     local_drops_seen: u64,
+}
+
+/// Where a sender's packets wait below TCP (see [`crate::tcp::tsq`]).
+#[derive(Debug, Clone, Copy)]
+struct InterfaceQueue {
+    /// Its element.
+    elem: u32,
+    /// Its lane in that element (a device: 0; a medium: the sender's port).
+    lane: u32,
+    /// How many packets it holds at most.
+    limit_pkts: u32,
 }
 
 /// The simulation of one scenario with one seed.
@@ -137,19 +149,17 @@ impl World {
                 link,
                 late_drops: !l.spec.qdisc.is_drop_tail(),
                 first_lane: lane_names.len() as u32,
-                local_drops: 0,
+                local_drops: Vec::new(),
             });
             lane_names.push(l.name.clone());
         }
         for m in &net.media {
-            let ch =
-                SharedChannel::new(m.spec.clone(), m.nodes.len(), rng::stream(sc.seed, &m.name));
             links.push(LinkSlot {
                 name: m.name.clone(),
-                link: Box::new(ch),
+                link: m.model.build(m.nodes.len(), rng::stream(sc.seed, &m.name)),
                 late_drops: true,
                 first_lane: lane_names.len() as u32,
-                local_drops: 0,
+                local_drops: Vec::new(),
             });
             lane_names.extend(m.lanes.iter().cloned());
         }
@@ -164,7 +174,7 @@ impl World {
                 link: Box::new(Link::new(cfg, rng::stream(sc.seed, &d.name))),
                 late_drops: false,
                 first_lane: lane_names.len() as u32,
-                local_drops: 0,
+                local_drops: Vec::new(),
             });
             lane_names.push(d.name.clone());
         }
@@ -203,10 +213,9 @@ impl World {
             if e < n_links {
                 link(&net.links[e].spec)
             } else if e < n_links + n_media {
-                let m = &net.media[e - n_links].spec;
-                ms_to_ns(m.delay_ms)
-                    + (m.overhead_us * 1000.0).round() as u64
-                    + SYN_BYTES * 8 * 1_000_000_000 / m.rate_bps.max(1)
+                net.media[e - n_links]
+                    .model
+                    .idle_crossing_ns(SYN_BYTES as u32)
             } else {
                 link(&net.devices[e - n_links - n_media].spec)
             }
@@ -269,6 +278,28 @@ impl World {
                 algo,
             );
             let mut sender = sender;
+            // Without a device, the port queue on a medium it sends onto is its interface queue.
+            let device = match r.sender_device {
+                Some(d) => Some(InterfaceQueue {
+                    elem: first_device + d,
+                    lane: 0,
+                    limit_pkts: net.devices[d as usize].spec.queue_pkts.unwrap_or(u32::MAX),
+                }),
+                None => fwd
+                    .first()
+                    .filter(|h| (n_links..n_links + n_media).contains(&(h.element as usize)))
+                    .map(|h| {
+                        sender.below.set_medium_port_queue();
+                        InterfaceQueue {
+                            elem: h.element,
+                            lane: h.from,
+                            limit_pkts: net.media[h.element as usize - n_links]
+                                .model
+                                .port_queue_pkts(h.from as usize)
+                                .unwrap_or(u32::MAX),
+                        }
+                    }),
+            };
             sender.tp.prandom_state =
                 cclab_net::rng::stream_seed(sc.seed, &format!("{}.cc", f.name));
             let receiver = Receiver::new(ReceiverConfig {
@@ -297,10 +328,7 @@ impl World {
                 timestamps: f.timestamps,
                 last_traced: None,
                 local_drops_seen: 0,
-                device: r.sender_device.map(|d| {
-                    let limit = net.devices[d as usize].spec.queue_pkts.unwrap_or(u32::MAX);
-                    (first_device + d, limit)
-                }),
+                device,
             });
         }
         let interval_ns = ms_to_ns(sc.sim.trace_interval_ms).max(1);
@@ -381,10 +409,7 @@ impl World {
             }
             for lane in 0..l.link.lanes() {
                 let st = l.link.stats(lane);
-                let drops = st.dropped_random_pkts
-                    + st.dropped_queue_full_pkts
-                    + st.dropped_aqm_pkts
-                    + l.local_drops;
+                let drops = st.dropped_pkts() + l.local_drops.get(lane).copied().unwrap_or(0);
                 let tx = st.tx_bytes;
                 let ce = st.ce_marks;
                 let lt = &mut self.link_trace;
@@ -399,7 +424,7 @@ impl World {
         }
         for l in 0..self.links.len() as u32 {
             if self.links[l as usize].late_drops {
-                self.drain_late_drops(l);
+                self.drain_late_drops(t, l);
                 self.schedule_link(l);
             }
         }
@@ -427,7 +452,7 @@ impl World {
             let sent = match p.seg {
                 Segment::Data(d) if p.hop == 0 => {
                     let fl = &self.flows[p.flow as usize];
-                    (p.route == fl.fwd_route && fl.device.is_some_and(|(e, _)| e == l))
+                    (p.route == fl.fwd_route && fl.device.is_some_and(|q| q.elem == l))
                         .then_some(d.below_bytes)
                 }
                 _ => None,
@@ -437,7 +462,7 @@ impl World {
                 self.on_tx_complete(t, p.flow, len);
             }
         }
-        self.drain_late_drops(l);
+        self.drain_late_drops(t, l);
         self.schedule_link(l);
     }
 
@@ -484,7 +509,7 @@ impl World {
                 }
             }
         }
-        self.drain_late_drops(l);
+        self.drain_late_drops(t, l);
     }
 
     /// An events row for a packet link `l` dropped at `t`: kind `drop` (data) or `ack_drop`,
@@ -504,13 +529,28 @@ impl World {
     }
 
     /// Log the packets element `l` dropped after taking them (an AQM from its queue, a shared
-    /// channel on the air), at their own times.
-    fn drain_late_drops(&mut self, l: u32) {
+    /// channel on the air, a MAC at its retry limit), at their own times. A data segment dropped
+    /// from its sender's interface queue frees its skb (`tcp_wfree` from `kfree_skb`): a TSQ
+    /// completion, taken now (`t`).
+    fn drain_late_drops(&mut self, t: u64, l: u32) {
         if !self.links[l as usize].late_drops {
             return;
         }
-        while let Some((t, d)) = self.links[l as usize].link.pop_dropped() {
-            self.log_drop(t, l, d);
+        let mut freed = Vec::new();
+        while let Some((td, d)) = self.links[l as usize].link.pop_dropped() {
+            if let Segment::Data(s) = d.pkt.seg {
+                let fl = &self.flows[d.pkt.flow as usize];
+                if d.pkt.hop == 0
+                    && d.pkt.route == fl.fwd_route
+                    && fl.device.is_some_and(|q| q.elem == l)
+                {
+                    freed.push((d.pkt.flow, s.below_bytes));
+                }
+            }
+            self.log_drop(td, l, d);
+        }
+        for (f, len) in freed {
+            self.on_tx_complete(t, f, len);
         }
     }
 
@@ -596,12 +636,13 @@ impl World {
     /// drops of its last call on the device.
     fn set_device_room(&mut self, t: u64, f: u32) {
         let fl = &mut self.flows[f as usize];
-        let Some((e, limit)) = fl.device else {
+        let Some(q) = fl.device else {
             return;
         };
-        let dev = &mut self.links[e as usize];
-        let queued = dev.link.queue_pkts(t, 0);
-        fl.sender.set_device_room(limit.saturating_sub(queued));
+        let dev = &mut self.links[q.elem as usize];
+        let queued = dev.link.queue_pkts(t, q.lane as usize);
+        fl.sender
+            .set_device_room(q.limit_pkts.saturating_sub(queued));
     }
 
     fn on_receiver_timer(&mut self, t: u64, f: u32) {
@@ -617,10 +658,14 @@ impl World {
     /// only when cwnd, ssthresh or the state changed, so pacing-timer sends add no rows).
     fn after_sender(&mut self, t: u64, f: u32, on_ack: bool) {
         let fl = &mut self.flows[f as usize];
-        if let Some((e, _)) = fl.device {
+        if let Some(q) = fl.device {
             let n = fl.sender.below.local_drops;
             let seen = std::mem::replace(&mut fl.local_drops_seen, n);
-            self.links[e as usize].local_drops += n - seen;
+            let drops = &mut self.links[q.elem as usize].local_drops;
+            if drops.len() <= q.lane as usize {
+                drops.resize(q.lane as usize + 1, 0);
+            }
+            drops[q.lane as usize] += n - seen;
         }
         self.q
             .set(Event::SenderTimer(f), fl.sender.timer_deadline_ns());
@@ -715,7 +760,7 @@ impl World {
         for l in &self.links {
             for lane in 0..l.link.lanes() {
                 let mut counters = *l.link.stats(lane);
-                counters.dropped_queue_full_pkts += l.local_drops;
+                counters.dropped_queue_full_pkts += l.local_drops.get(lane).copied().unwrap_or(0);
                 link_stats.push(crate::LinkStats {
                     link: self.lane_names[(l.first_lane as usize) + lane].clone(),
                     counters,

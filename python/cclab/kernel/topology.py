@@ -132,7 +132,7 @@ def plan_network(lowered: dict[str, Any]) -> KernelPlan:
 
     links = [{"name": link["name"], **{k: v for k, v in link["spec"].items() if v is not None}}
              for link in lowered["links"]]
-    media_spec = [{"name": m["name"], "kind": "shared", "lanes": m["lanes"],
+    media_spec = [{"name": m["name"], "kind": m["kind"], "lanes": m["lanes"],
                    "spec": {k: v for k, v in m["spec"].items() if v is not None}} for m in media]
     routes: dict[tuple[str, str], list[Any]] = {}
     route_owner: dict[tuple[str, str], str] = {}

@@ -136,6 +136,8 @@ struct Station<P> {
     sending: bool,
     /// Frame error rate of this port.
     fer: f64,
+    /// Its queue limit, packets.
+    queue_limit_pkts: Option<u32>,
     mac: DcfStationStats,
 }
 
@@ -198,6 +200,7 @@ impl<P: NetPacket> DcfCell<P> {
                     .get(k)
                     .copied()
                     .unwrap_or(spec.frame_error_rate),
+                queue_limit_pkts: spec.port_queue_pkts(k),
                 mac: DcfStationStats::default(),
             })
             .collect();
@@ -434,7 +437,7 @@ impl<P: NetPacket> Medium<P> for DcfCell<P> {
         }
         let bytes = pkt.wire_bytes();
         let s = &self.stations[from];
-        let full = self.params.queue_pkts.is_some_and(|l| s.pkts >= l)
+        let full = s.queue_limit_pkts.is_some_and(|l| s.pkts >= l)
             || self
                 .params
                 .queue_bytes

@@ -68,6 +68,11 @@ pub struct DcfSpec {
     /// Each port's queue limit, bytes (the frame in transmission included); None: no limit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_bytes: Option<u64>,
+    /// Per port (entry k for port k): a packet limit that replaces `queue_pkts` for that port
+    /// (an access point's queue beside the stations' device queues); `null` or a missing entry:
+    /// `queue_pkts`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub queue_pkts_by_port: Vec<Option<u32>>,
     /// Frames whose PSDU is longer than this go after an RTS/CTS exchange; None: never.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rts_threshold_bytes: Option<u32>,
@@ -102,6 +107,7 @@ impl Default for DcfSpec {
             retry_limit: DEFAULT_RETRY_LIMIT,
             queue_pkts: None,
             queue_bytes: None,
+            queue_pkts_by_port: Vec::new(),
             rts_threshold_bytes: None,
             frame_error_rate: 0.0,
             frame_error_rates: Vec::new(),
@@ -217,6 +223,15 @@ impl DcfSpec {
         if self.queue_bytes == Some(0) {
             return Err(field(path, "queue_bytes", "0 is not accepted: at least 1"));
         }
+        for (k, &q) in self.queue_pkts_by_port.iter().enumerate() {
+            if q == Some(0) {
+                return Err(field(
+                    path,
+                    &format!("queue_pkts_by_port[{k}]"),
+                    "0 is not accepted: at least 1, or null for queue_pkts",
+                ));
+            }
+        }
         if !(0.0..=1.0).contains(&self.frame_error_rate) {
             return Err(field(
                 path,
@@ -239,8 +254,8 @@ impl DcfSpec {
         Ok(())
     }
 
-    /// [`DcfSpec::validate`], and what needs the number of ports: at least 2, and
-    /// `frame_error_rates` empty or one per port.
+    /// [`DcfSpec::validate`], and what needs the number of ports: at least 2,
+    /// `frame_error_rates` empty or one per port, `queue_pkts_by_port` at most one per port.
     pub fn validate_ports(&self, path: &str, ports: usize) -> Result<(), NetError> {
         self.validate(path)?;
         if ports < 2 {
@@ -257,7 +272,24 @@ impl DcfSpec {
                 format!("{n} values are not accepted: none, or one per port ({ports})"),
             ));
         }
+        let n = self.queue_pkts_by_port.len();
+        if n > ports {
+            return Err(field(
+                path,
+                "queue_pkts_by_port",
+                format!("{n} values are not accepted: at most one per port ({ports})"),
+            ));
+        }
         Ok(())
+    }
+
+    /// Port `k`'s queue limit, packets (None: no limit).
+    pub fn port_queue_pkts(&self, k: usize) -> Option<u32> {
+        self.queue_pkts_by_port
+            .get(k)
+            .copied()
+            .flatten()
+            .or(self.queue_pkts)
     }
 
     /// The standard's values this spec starts from.
@@ -300,7 +332,6 @@ impl DcfSpec {
             retry_limit: self.retry_limit.max(1),
             mac_overhead_bytes: self.mac_overhead_bytes.unwrap_or(p.mac_overhead_bytes),
             rts_threshold_bytes: self.rts_threshold_bytes,
-            queue_pkts: self.queue_pkts,
             queue_bytes: self.queue_bytes,
             delay_ns: ms_to_ns(self.delay_ms),
         }
@@ -330,9 +361,8 @@ pub struct DcfParams {
     pub mac_overhead_bytes: u32,
     /// PSDUs longer than this go after RTS/CTS; None: never.
     pub rts_threshold_bytes: Option<u32>,
-    /// Each port's queue limit, packets.
-    pub queue_pkts: Option<u32>,
-    /// Each port's queue limit, bytes.
+    /// Each port's queue limit, bytes (the packet limits are per port:
+    /// [`DcfSpec::port_queue_pkts`]).
     pub queue_bytes: Option<u64>,
     /// Propagation delay, ns.
     pub delay_ns: u64,

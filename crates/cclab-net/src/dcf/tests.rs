@@ -315,3 +315,37 @@ fn lazy_calls_give_the_same_result_as_exact_ones() {
     assert_eq!(run(Some(1_700_000)), exact);
     assert_eq!(run(Some(9_000)), exact);
 }
+
+#[test]
+fn a_port_can_have_its_own_queue_limit() {
+    let spec = DcfSpec {
+        queue_pkts: Some(2),
+        queue_pkts_by_port: vec![None, Some(5)],
+        ..DcfSpec::default()
+    };
+    let mut c = cell(spec, 3, 1);
+    let offered = |c: &mut DcfCell<P>, from: usize| {
+        (0..8)
+            .filter(|&i| c.enqueue(0, from, 2, P(i, 1500, 2)).is_ok())
+            .count()
+    };
+    // Port 0 takes queue_pkts, port 1 its own limit, port 2 (no entry) queue_pkts.
+    assert_eq!(offered(&mut c, 0), 2);
+    assert_eq!(offered(&mut c, 1), 5);
+    assert!(c.enqueue(0, 2, 0, P(9, 1500, 0)).is_ok());
+    assert_eq!(Medium::stats(&c, 1).dropped_queue_full_pkts, 3);
+    let e = DcfSpec {
+        queue_pkts_by_port: vec![None, Some(0)],
+        ..DcfSpec::default()
+    }
+    .validate_ports("m", 3)
+    .unwrap_err();
+    assert!(e.to_string().contains("m.queue_pkts_by_port[1]"), "{e}");
+    let e = DcfSpec {
+        queue_pkts_by_port: vec![None; 4],
+        ..DcfSpec::default()
+    }
+    .validate_ports("m", 3)
+    .unwrap_err();
+    assert!(e.to_string().contains("m.queue_pkts_by_port"), "{e}");
+}

@@ -45,6 +45,9 @@ pub struct BelowTcp {
     pub device_room_pkts: u32,
     /// Packets the interface queue refused (local drops).
     pub local_drops: u64,
+    /// The host sends into a queue it can see: its device, or its port's transmit queue on a
+    /// multi-port medium (a WLAN station's driver queue).
+    interface_queue: bool,
 }
 
 impl BelowTcp {
@@ -56,12 +59,19 @@ impl BelowTcp {
             throttled: false,
             device_room_pkts: u32::MAX,
             local_drops: 0,
+            interface_queue: stack.device.is_some(),
         }
+    }
+
+    /// The host has no device of its own but sends into its port's queue on a medium: that
+    /// queue is its interface queue (TSQ completions when a frame leaves it).
+    pub fn set_medium_port_queue(&mut self) {
+        self.interface_queue = true;
     }
 
     /// Whether the host has an interface queue (else nothing is ever below TCP).
     pub fn has_device(&self) -> bool {
-        self.stack.device.is_some()
+        self.interface_queue
     }
 }
 
