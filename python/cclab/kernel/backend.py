@@ -38,6 +38,8 @@ __all__ = ["run_kernel", "parity", "KERNEL_ALGORITHMS"]
 #: Congestion controls built into this machine's kernel (shared/docs/KERNEL.md).
 KERNEL_ALGORITHMS = ("reno", "cubic", "bbr")
 _BASE_PORT = 5201
+#: tcp_limit_output_bytes at its largest (an int sysctl): what tsq = "off" runs as.
+_TSQ_LIMIT_MAX = 2**31 - 1
 
 
 def parity(sc: Scenario) -> list[str]:
@@ -116,7 +118,8 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                 knobs.setdefault(ns[host], {}).update(namespace_sysctls(f, kernel, sender=host == f["sender"]))
         for h, st in net.stacks.items():
             if st.get("device"):
-                knobs.setdefault(ns[h], {})["net/ipv4/tcp_limit_output_bytes"] = str(st["tsq_limit_bytes"])
+                limit = _TSQ_LIMIT_MAX if st.get("tsq") == "off" else st["tsq_limit_bytes"]
+                knobs.setdefault(ns[h], {})["net/ipv4/tcp_limit_output_bytes"] = str(limit)
         for name, k in knobs.items():
             set_sysctls(name, k)
         cubic_params, bpf_cubic, cc_names, _ = cubic_plan(d["flows"])
@@ -194,7 +197,8 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
     extra = {"global_knobs": glob, "tcp_congestion": {f["name"]: cc_names.get(k, f["cc"])
                                                       for k, f in enumerate(d["flows"])},
              "cwnd_clamp": None if clamp_status is None else {"caps_by_port": clamp_status["caps"],
-                                                              "applied_pkts": clamp_status["applied"]}}
+                                                              "applied_pkts": clamp_status["applied"]},
+             "deviations": net.deviations}
     return _result(sc, d, frames, totals, link_stats, links, knobs, extra, time.perf_counter() - t_wall,
                    __version__)
 

@@ -63,6 +63,9 @@ class KernelPlan:
     routes: list[dict[str, Any]]
     problems: list[str]
     media: list[dict[str, Any]] = field(default_factory=list)
+    #: Where the kernel runs something close to, not exactly, what the scenario asks (the
+    #: summary's ``deviations``).
+    deviations: list[str] = field(default_factory=list)
     #: host name -> its stack below TCP (tsq, tsq_limit_bytes, pacing_shift, device)
     stacks: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -103,8 +106,16 @@ def plan_network(lowered: dict[str, Any]) -> KernelPlan:
             interfaces[(h, link)] = Interface(host=h, link=link, dev=f"cl{k}", addr=f"10.77.{host_ix[h]}.{k + 1}",
                                               port=f"h{host_ix[h]}i{k}")
     stacks = {h: lowered.get("stacks", {}).get(h, {}) for h in hosts_used}
+    deviations: list[str] = []
     for h, st in stacks.items():
-        if st.get("tsq", "linux") != "linux":
+        if st.get("tsq") == "off":
+            # What runs instead: Linux 6.18 has no way to turn TSQ off. A TUN orphans its skbs on
+            # transmit, so without a device nothing below TCP holds them and TSQ never binds on
+            # either backend; with a device (htb), TSQ's floor of two skbs still applies.
+            if st.get("device"):
+                deviations.append(f"host {h!r}: tsq = 'off' runs as Linux's TSQ with tcp_limit_output_bytes at its "
+                                  "maximum; 6.18 keeps the floor of two skbs (max(2 truesize, pacing_rate >> 10))")
+        elif st.get("tsq", "linux") != "linux":
             problems.append(f"host {h!r}: tsq = {st['tsq']!r} is simulator-only; the kernel runs Linux's TSQ "
                             "(tsq = \"linux\", its cap tsq_limit_bytes = tcp_limit_output_bytes)")
         if st.get("pacing_shift", 10) != 10:
@@ -170,4 +181,4 @@ def plan_network(lowered: dict[str, Any]) -> KernelPlan:
                 seen[dst] = i.dev
     return KernelPlan(hosts=parts, interfaces=interfaces, flows=flows, links=links, media=media_spec,
                       routes=[{"from": a, "to": b, "links": ls} for (a, b), ls in routes.items()], problems=problems,
-                      stacks=stacks)
+                      stacks=stacks, deviations=deviations)
