@@ -21,6 +21,7 @@ Examples:
   cclab study s0 -o out/s0                 # the full S0 study (about a minute on 2 cores)
   cclab study s0 --quick -o out/s0-quick   # a reduced grid in seconds
   cclab study s0 --reps 3 --jobs 8 --executor ray
+  cclab study s1 --quick -o out/s1-quick   # S1: terminals on one WLAN AP
 """
 )
 def study() -> None:
@@ -79,4 +80,47 @@ def s0(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: 
     if len(res.failures):
         for _, f in res.failures.iterrows():
             err.print(f"failed: {dict((k, v) for k, v in f.items() if k not in ('key',))}", highlight=False)
+        sys.exit(1)
+
+
+@study.command(
+    epilog="""\b
+Examples:
+  cclab study s1 -o out/s1                 # the full S1 study (N = 1..20, 5 runs per point)
+  cclab study s1 --quick -o out/s1-quick   # a reduced grid in seconds
+  cclab study s1 --reps 10 --jobs 8
+"""
+)
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), default="out/s1", show_default=True,
+              help="Output directory (tables/, figures/, report.html, cache/).")
+@click.option("--reps", type=click.IntRange(min=1), default=None, help="Runs per grid point (default 5; 1 with --quick).")
+@click.option("--quick", is_flag=True, help="Reduced grid: N in 1, 3, 6; 30 s runs; ablation at N = 1 and 6.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Parallel runs (default: every core).")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="local processes, or a Ray cluster (pip install 'cclab[ray]').")
+def s1(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: str) -> None:
+    """S1: N terminals on one 802.11g AP with the cooperative cwnd-clamping middleware. Total
+    throughput vs N (Fig. 4), the middleware variants (Figs. 5, 11, 12), cwnd traces (Figs. 6-10),
+    the paper's gains beside ours, and an ablation of the collapse with N."""
+    from .study.s1 import S1Config, run_s1
+
+    cfg = S1Config.make(quick=quick, reps=reps, jobs=jobs, executor=executor)
+    with Progress(TextColumn("[bold]study s1"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TimeRemainingColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("runs", total=None)
+        res = run_s1(out_dir, cfg, progress=lambda i, n: bar.update(task, completed=i, total=n))
+    t = Table(title="S1: the paper vs cclab")
+    for col in ("terminals", "N", "result", "paper", "cclab"):
+        t.add_column(col)
+    for _, r in res.compare.iterrows():
+        t.add_row(str(r["terminal"]), str(r["n_terminals"]), str(r["result"]), f"{r['paper']:+.0%}",
+                  "n/a" if r["cclab"] != r["cclab"] else f"{r['cclab']:+.0%}")
+    out.print(t)
+    out.print(f"{len(res.runs) + len(res.failures)} runs in {res.wall_s:.1f} s ({len(res.failures)} failed); "
+              f"report: {res.out_dir / 'report.html'}")
+    if len(res.failures):
+        for _, f in res.failures.iterrows():
+            what = {k: f[k] for k in ("part", "terminal", "n_terminals", "variant", "ablation", "rep")
+                    if k in f and f[k] == f[k]}
+            err.print(f"failed: {what}: {f['error']}", highlight=False)
         sys.exit(1)
