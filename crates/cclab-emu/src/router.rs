@@ -6,6 +6,7 @@
 
 use crate::spec::Spec;
 use crate::stats::{Histogram, LinkCounters, PortCounters};
+use cclab_net::dcf::BROADCAST;
 use cclab_net::link::{DropReason, Link, LinkStats};
 use cclab_net::{rng, Medium, NetPacket};
 use std::collections::HashMap;
@@ -115,9 +116,17 @@ struct HopIx {
 #[derive(Debug)]
 struct RouteIx {
     from: usize,
+    /// The port it leaves by; [`BROADCAST_ROUTE`]: every port of `fanout`.
     to: usize,
     hops: Vec<HopIx>,
+    /// A broadcast route's receivers: the medium's other ports that are emulator ports.
+    fanout: Vec<usize>,
 }
+
+/// `RouteIx::to` of a broadcast route.
+const BROADCAST_ROUTE: usize = usize::MAX;
+/// `HopIx::to` of a broadcast's hop (offered to the medium as [`BROADCAST`]).
+const BROADCAST_PORT: u32 = u32::MAX;
 
 /// "No event" in [`Router`]'s table of next events.
 const NEVER: u64 = u64::MAX;
@@ -141,6 +150,9 @@ pub struct Router {
     /// routes index of (from, to), at from * nports + to.
     route_of: Vec<Option<u32>>,
     addr_port: HashMap<Ipv4Addr, usize>,
+    /// Per port: the route of its limited broadcasts (255.255.255.255), when it sits on a
+    /// medium that carries them.
+    broadcast_route: Vec<Option<u32>>,
     /// Lateness of every delivered packet, all links.
     pub lateness_all: Histogram,
     free: Vec<Vec<u8>>,
@@ -182,12 +194,13 @@ impl Router {
             lane_of.extend((0..el.lanes() as u32).map(|k| (e as u32, k)));
         }
         assert_eq!(lane_of.len(), lane_names.len(), "one name per lane");
-        let routes = spec
+        let mut routes: Vec<RouteIx> = spec
             .routes
             .iter()
             .map(|r| RouteIx {
                 from: r.from,
                 to: r.to,
+                fanout: Vec::new(),
                 hops: r
                     .hops
                     .iter()
@@ -205,6 +218,36 @@ impl Router {
                     .collect(),
             })
             .collect();
+        // Broadcast routes: one hop across the medium, out to its other emulator ports.
+        let mut broadcast_route = vec![None; n];
+        for (m, md) in spec.media.iter().enumerate() {
+            if md.model.kind() != cclab_net::MediumKind::Dcf {
+                continue;
+            }
+            let e = spec.links.len() + m;
+            for (k, p) in md.ports.iter().enumerate() {
+                let Some(p) = *p else { continue };
+                broadcast_route[p] = Some(routes.len() as u32);
+                routes.push(RouteIx {
+                    from: p,
+                    to: BROADCAST_ROUTE,
+                    hops: vec![HopIx {
+                        element: e as u32,
+                        from: k as u32,
+                        to: BROADCAST_PORT,
+                        lane: k as u32,
+                        row: first_lane[e] + k as u32,
+                    }],
+                    fanout: md
+                        .ports
+                        .iter()
+                        .flatten()
+                        .copied()
+                        .filter(|&q| q != p)
+                        .collect(),
+                });
+            }
+        }
         Router {
             next: elements
                 .iter()
@@ -219,6 +262,7 @@ impl Router {
             routes,
             route_of,
             addr_port,
+            broadcast_route,
             lateness_all: Histogram::default(),
             free: Vec::new(),
         }
@@ -249,10 +293,13 @@ impl Router {
             return Ingress::NotIpv4;
         };
         let n = self.port_names.len();
-        let route = self
-            .addr_port
-            .get(&dst)
-            .and_then(|&to| self.route_of[port * n + to]);
+        let route = if dst == Ipv4Addr::BROADCAST {
+            self.broadcast_route[port]
+        } else {
+            self.addr_port
+                .get(&dst)
+                .and_then(|&to| self.route_of[port * n + to])
+        };
         let Some(route) = route else {
             pc.dropped_no_route_pkts += 1;
             return Ingress::NoRoute;
@@ -280,7 +327,12 @@ impl Router {
         c.in_pkts += 1;
         c.in_bytes += pkt.data.len() as u64;
         let el = &mut self.elements[e];
-        let res = match el.enqueue(t_ns, h.from as usize, h.to as usize, pkt) {
+        let to = if h.to == BROADCAST_PORT {
+            BROADCAST
+        } else {
+            h.to as usize
+        };
+        let res = match el.enqueue(t_ns, h.from as usize, to, pkt) {
             Ok(()) => {
                 let q = el.queue_pkts(t_ns, h.lane as usize);
                 let qb = el.queue_bytes(t_ns, h.lane as usize);
@@ -363,6 +415,22 @@ impl Router {
             if (pkt.hop as usize) + 1 < r.hops.len() {
                 pkt.hop += 1;
                 self.offer(t, pkt);
+            } else if r.to == BROADCAST_ROUTE {
+                self.lateness_all.record(late);
+                let (from, fanout) = (r.from, r.fanout.clone());
+                for (i, &q) in fanout.iter().enumerate() {
+                    let copy = if i + 1 == fanout.len() {
+                        std::mem::take(&mut pkt.data)
+                    } else {
+                        self.buffer(&pkt.data)
+                    };
+                    out.push(Out {
+                        port: q,
+                        from_port: from,
+                        pkt: Pkt { data: copy, ..pkt },
+                        model_ns: t,
+                    });
+                }
             } else {
                 self.lateness_all.record(late);
                 out.push(Out {
@@ -612,6 +680,45 @@ mod tests {
     }
 
     const CELL: &str = r#"{"rate_bps": 12000000, "delay_ms": 0.5, "overhead_us": 100}"#;
+
+    #[test]
+    fn a_dcf_cell_carries_a_limited_broadcast_to_its_other_hosts() {
+        // Ports a and c are stations of the cell (medium ports 0, 1); the AP (2) is no port.
+        let text = cell_spec(CELL, "[]");
+        let mut s = Spec::parse(
+            r#"{"seed": 3, "ports": [
+                {"name": "a", "netns": null, "dev": "ta", "addrs": ["10.0.0.1"]},
+                {"name": "b", "netns": null, "dev": "tb", "addrs": ["10.0.0.2"]},
+                {"name": "c", "netns": null, "dev": "tc", "addrs": ["10.0.0.3"]}],
+              "links": [], "routes": [],
+              "media": [{"name": "cell", "kind": "dcf", "ports": ["a", "c", null],
+                          "lanes": ["cell.a", "cell.c", "cell.ap"], "spec": {}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(s.media[0].ports, [Some(0), Some(2), None]);
+        let mut r = Router::new(&s);
+        assert_eq!(
+            r.ingress(0, 0, &ip([255, 255, 255, 255], 100)),
+            Ingress::Queued
+        );
+        // From b, which is on no medium: no route.
+        assert_eq!(
+            r.ingress(0, 1, &ip([255, 255, 255, 255], 100)),
+            Ingress::NoRoute
+        );
+        let mut out = Vec::new();
+        r.service(1_000_000, &mut out);
+        // DIFS 28 us + 74 us at the 24 Mbit/s basic rate; to c only.
+        assert_eq!(times(&out), [(0, 2, 102_000)]);
+        assert_eq!(out[0].pkt.data.len(), 100);
+        // A shared channel does not carry broadcasts (no route is made for them).
+        s.media[0].model = text.media[0].model.clone();
+        let mut r = Router::new(&s);
+        assert_eq!(
+            r.ingress(0, 0, &ip([255, 255, 255, 255], 100)),
+            Ingress::NoRoute
+        );
+    }
 
     fn times(out: &[Out]) -> Vec<(usize, usize, u64)> {
         out.iter()

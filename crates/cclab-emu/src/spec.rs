@@ -104,6 +104,9 @@ pub struct MediumDef {
     /// One per port: lane k is the transmit queue of port k, named so in the stats and the
     /// links series. Its length is the number of ports (at least 2).
     pub lanes: Vec<String>,
+    /// Per medium port: the emulator port (a host's TUN) that sits on it, if any. A DCF cell
+    /// carries limited broadcasts (to 255.255.255.255) from these ports to the others.
+    pub ports: Vec<Option<usize>>,
 }
 
 /// One hop of a route: across element `element` (the links in spec order, then the media)
@@ -204,7 +207,19 @@ impl Spec {
         let mut media = Vec::new();
         for (i, v) in raw.media.into_iter().enumerate() {
             let f = format!("media[{i}]");
-            let def = medium_def(v, &f)?;
+            let (mut def, port_names) = medium_def(v, &f)?;
+            def.ports = port_names
+                .iter()
+                .map(|p| {
+                    p.as_ref()
+                        .map(|name| {
+                            port_ix.get(name).copied().ok_or_else(|| {
+                                err(format!("{f}.ports"), format!("{name:?} is not a port"))
+                            })
+                        })
+                        .transpose()
+                })
+                .collect::<Result<_, _>>()?;
             let clash = if let Some(j) = link_ix.get(&def.name) {
                 Some(format!("links[{j}]"))
             } else {
@@ -387,7 +402,7 @@ fn hop(
 /// One medium at field `f`: `name`, `kind` ("shared" or "dcf"), `lanes` (one name per port, at
 /// least 2) and `spec` (the kind's settings in the scenario's units: a `SharedSpec` or a
 /// `DcfSpec`).
-fn medium_def(v: Value, f: &str) -> Result<MediumDef, SpecError> {
+fn medium_def(v: Value, f: &str) -> Result<(MediumDef, Vec<Option<String>>), SpecError> {
     let Value::Object(mut m) = v else {
         return Err(err(f, "an object with name, kind, lanes and spec"));
     };
@@ -457,10 +472,33 @@ fn medium_def(v: Value, f: &str) -> Result<MediumDef, SpecError> {
              overhead_us, loss_model; a DCF cell: standard and the DcfSpec fields)",
         ));
     };
+    let port_names = match m.remove("ports") {
+        None => vec![None; names.len()],
+        Some(Value::Array(a)) if a.len() == names.len() => a
+            .into_iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(Some(s)),
+                Value::Null => Ok(None),
+                other => Err(err(
+                    format!("{f}.ports"),
+                    format!("{other}: a port name or null per lane"),
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(other) => {
+            return Err(err(
+                format!("{f}.ports"),
+                format!(
+                    "{other}: an array of one port name (or null) per lane ({})",
+                    names.len()
+                ),
+            ))
+        }
+    };
     if let Some(k) = m.keys().next() {
         return Err(err(
             format!("{f}.{k}"),
-            "unknown field: a medium has name, kind, lanes and spec",
+            "unknown field: a medium has name, kind, lanes, ports and spec",
         ));
     }
     let sf = format!("{f}.spec");
@@ -468,11 +506,15 @@ fn medium_def(v: Value, f: &str) -> Result<MediumDef, SpecError> {
     model
         .validate(&sf, names.len())
         .map_err(|e| net_err(e, &sf))?;
-    Ok(MediumDef {
-        name,
-        model,
-        lanes: names,
-    })
+    Ok((
+        MediumDef {
+            name,
+            model,
+            lanes: names,
+            ports: Vec::new(),
+        },
+        port_names,
+    ))
 }
 
 /// A cclab-net check's error as a spec error (its field is a full path already).

@@ -143,7 +143,11 @@ def plan_network(lowered: dict[str, Any]) -> KernelPlan:
 
     links = [{"name": link["name"], **{k: v for k, v in link["spec"].items() if v is not None}}
              for link in lowered["links"]]
-    media_spec = [{"name": m["name"], "kind": m["kind"], "lanes": m["lanes"],
+    def on_medium(m: dict[str, Any]) -> list[str | None]:
+        """Per medium port, the emulator port of the host interface on it (a router: none)."""
+        return [i.port if (i := interfaces.get((node, m["name"]))) is not None else None for node in m["nodes"]]
+
+    media_spec = [{"name": m["name"], "kind": m["kind"], "lanes": m["lanes"], "ports": on_medium(m),
                    "spec": {k: v for k, v in m["spec"].items() if v is not None}} for m in media]
     routes: dict[tuple[str, str], list[Any]] = {}
     route_owner: dict[tuple[str, str], str] = {}

@@ -84,6 +84,13 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use std::collections::VecDeque;
 
+/// The destination port of a broadcast frame ([`Medium::enqueue`]'s `to`): sent once at the
+/// control (basic) rate with no Ack, so it is never retried: a collision or a frame error loses
+/// it for everyone (a [`DropReason::Retry`] drop after its one attempt). Delivered once, at the
+/// sender's lane's far end (the driver hands it to every other port). It counts in the sender's
+/// lane like any frame (`enqueued_pkts`, `tx_bytes`) and in `delivered_*` of the sender's lane.
+pub const BROADCAST: usize = usize::MAX;
+
 /// A port's MAC counters, besides its lane's [`LinkStats`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct DcfStationStats {
@@ -145,6 +152,8 @@ struct Station<P> {
 #[derive(Debug, Clone, Copy)]
 struct Attempt {
     port: usize,
+    /// A broadcast frame (one attempt only).
+    broadcast: bool,
     /// Wire bytes of its frame.
     bytes: u32,
     delivered: bool,
@@ -308,9 +317,10 @@ impl<P: NetPacket> DcfCell<P> {
                 Some(k) if k == m && !s.queue.is_empty() => {
                     s.backoff = None;
                     s.sending = true;
-                    let bytes = s.queue.front().map_or(0, |w| w.bytes);
+                    let (bytes, to) = s.queue.front().map_or((0, port), |w| (w.bytes, w.to));
                     self.attempts.push(Attempt {
                         port,
+                        broadcast: to == BROADCAST,
                         bytes,
                         delivered: false,
                     });
@@ -332,8 +342,16 @@ impl<P: NetPacket> DcfCell<P> {
         for a in &mut self.attempts {
             let s = &mut self.stations[a.port];
             s.mac.attempts += 1;
-            let rts = p.uses_rts(a.bytes);
-            let data_ns = p.data_ns(a.bytes);
+            let to = s.queue.front().map_or(a.port, |w| w.to);
+            let broadcast = to == BROADCAST;
+            let rts = !broadcast && p.uses_rts(a.bytes);
+            let data_ns = if broadcast {
+                p.broadcast_ns(a.bytes)
+            } else {
+                p.data_ns(a.bytes)
+            };
+            // A broadcast's sender waits for no response.
+            let timeout = if broadcast { 0 } else { timeout };
             let st = &mut self.stats[a.port];
             if collided {
                 s.mac.collisions += 1;
@@ -351,9 +369,12 @@ impl<P: NetPacket> DcfCell<P> {
                 0
             };
             let data_end = t.saturating_add(lead_ns).saturating_add(data_ns);
-            let to = s.queue.front().map_or(a.port, |w| w.to);
             let own_fer = s.fer;
-            let fer = own_fer.max(self.stations[to].fer);
+            let fer = if broadcast {
+                own_fer
+            } else {
+                own_fer.max(self.stations[to].fer)
+            };
             let s = &mut self.stations[a.port];
             if fer > 0.0 && self.rng.random::<f64>() < fer {
                 s.mac.frame_errors += 1;
@@ -362,12 +383,16 @@ impl<P: NetPacket> DcfCell<P> {
                 let w = s.queue.pop_front().expect("a sender has a frame");
                 self.flight.push_back(InFlight {
                     arrival_ns: data_end.saturating_add(p.delay_ns),
-                    to: w.to,
+                    to: if broadcast { a.port } else { w.to },
                     bytes: w.bytes,
                     pkt: w.pkt,
                 });
                 a.delivered = true;
-                end = data_end.saturating_add(p.sifs_ns + p.ack_ns());
+                end = if broadcast {
+                    data_end
+                } else {
+                    data_end.saturating_add(p.sifs_ns + p.ack_ns())
+                };
             }
         }
         self.busy_until_ns = Some(end);
@@ -385,7 +410,7 @@ impl<P: NetPacket> DcfCell<P> {
                 true
             } else {
                 s.failures += 1;
-                if s.failures >= p.retry_limit {
+                if s.failures >= p.retry_limit || a.broadcast {
                     let w = s
                         .queue
                         .pop_front()
@@ -428,7 +453,7 @@ impl<P: NetPacket> Medium<P> for DcfCell<P> {
     fn enqueue(&mut self, now_ns: u64, from: usize, to: usize, pkt: P) -> Result<(), Dropped<P>> {
         let now = self.catch_up(now_ns);
         let n = self.stations.len();
-        if from >= n || to >= n || from == to {
+        if from >= n || (to >= n && to != BROADCAST) || from == to {
             // A driver bug; refuse rather than panic.
             return Err(Dropped {
                 pkt,

@@ -385,6 +385,12 @@ impl DcfParams {
         self.data.airtime_ns(self.psdu_bytes(wire_bytes))
     }
 
+    /// Airtime of a broadcast data frame of a packet of `wire_bytes`, ns: sent at the control
+    /// (basic) rate, as a group-addressed frame goes at a rate of the basic rate set.
+    pub fn broadcast_ns(&self, wire_bytes: u32) -> u64 {
+        self.control.airtime_ns(self.psdu_bytes(wire_bytes))
+    }
+
     /// Airtime of an Ack, ns.
     pub fn ack_ns(&self) -> u64 {
         self.control.airtime_ns(ACK_BYTES)

@@ -349,3 +349,30 @@ fn a_port_can_have_its_own_queue_limit() {
     .unwrap_err();
     assert!(e.to_string().contains("m.queue_pkts_by_port"), "{e}");
 }
+
+#[test]
+fn a_broadcast_goes_once_at_the_basic_rate_without_an_ack() {
+    // 802.11g: a 100-byte packet broadcast (PSDU 136 B) at the 24 Mbit/s control rate: 20 µs
+    // preamble + ceil((16 + 8 x 136 + 6) / 96) = 12 symbols of 4 µs + 6 µs = 74 µs. No SIFS and
+    // Ack: the next DIFS starts when the frame ends.
+    let mut c = cell(DcfSpec::default(), 3, 1);
+    c.enqueue(0, 0, BROADCAST, P(1, 100, BROADCAST)).unwrap();
+    assert_eq!(c.params().broadcast_ns(100), 74 * US);
+    assert_eq!(c.busy_until_ns(28 * US), Some((28 + 74) * US));
+    assert_eq!(drain(&mut c).0, [((28 + 74) * US, BROADCAST, 1)]);
+    assert_eq!(c.station_stats(0).successes, 1);
+    // Delivered once, counted at the sender's lane.
+    assert_eq!(c.stats(0).delivered_pkts, 1);
+    // A collision loses it after its one attempt, even with retries left; the unicast frame in
+    // the same collision is retried and delivered.
+    let mut c = cell(DcfSpec::default(), 3, 1);
+    c.enqueue(0, 0, BROADCAST, P(1, 100, BROADCAST)).unwrap();
+    c.enqueue(0, 1, 2, P(2, 1500, 2)).unwrap();
+    let (out, drops) = drain(&mut c);
+    assert_eq!(drops.len(), 1);
+    assert_eq!((drops[0].1, drops[0].2), (1, DropReason::Retry));
+    assert_eq!(out.iter().map(|o| o.2).collect::<Vec<_>>(), [2]);
+    assert_eq!(c.station_stats(1).collisions, 1);
+    // A bad port is refused, not a panic.
+    assert!(c.enqueue(0, 0, 7, P(3, 100, 7)).is_err());
+}
