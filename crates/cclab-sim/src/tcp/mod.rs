@@ -10,4 +10,6 @@ pub mod segment;
 pub mod sender;
 pub mod skb;
 pub mod sock;
+#[cfg(test)]
+mod tests_recovery;
 mod tlp;
