@@ -10,5 +10,7 @@ pub mod segment;
 pub mod sender;
 pub mod skb;
 pub mod sock;
+#[cfg(test)]
+mod tests_recovery;
 mod tlp;
 pub mod tsq;

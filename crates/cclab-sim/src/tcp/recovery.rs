@@ -12,7 +12,7 @@
 
 use super::sender::{flag, tcp_skb_sent_after, Rexmit, SackState, Sender, SenderEvent, XmitTimer};
 use crate::cc::{CaEvent, CaState};
-use crate::tcp::segment::{AckSeg, DataSeg};
+use crate::tcp::segment::{AckSeg, DataSeg, SeqRange};
 use crate::tcp::skb::{EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS};
 use crate::tcp::sock::TCP_INFINITE_SSTHRESH;
 
@@ -34,27 +34,33 @@ impl Sender {
     ) -> u32 {
         let blocks = a.sacks();
         let mut f = 0u32;
-        let mss = self.cfg.mss_bytes as u64;
-        // tcp_check_dsack
+        // tcp_check_dsack: the first block is a D-SACK when it lies below the cumulative ACK
+        // (RFC 2883 case 1) or inside the second block (case 2), and is not dubious.
         let b0 = blocks[0];
-        let dup = b0.start < a.ack
+        let mut dup = b0.start < a.ack
             || (blocks.len() > 1 && b0.start >= blocks[1].start && b0.end <= blocks[1].end);
         if dup {
-            f |= flag::DSACKING_ACK;
-            if self.tlp_retrans && self.tlp_high_seq == Some(b0.end) {
-                f |= flag::DSACK_TLP;
-            }
-            self.rack.dsack_seen = true;
-            let dup_segs = (b0.end - b0.start).div_ceil(mss) as i32;
-            if let Some(um) = self.undo_marker {
+            let dup_segs = self.dsack_seen(b0.start, b0.end, &mut f);
+            if dup_segs == 0 {
+                dup = false; // Skip dubious DSACK.
+            } else if let Some(um) = self.undo_marker {
+                // D-SACK for already forgotten data... Do dumb counting.
                 if self.undo_retrans > 0 && b0.end <= prior_snd_una && b0.end > um {
-                    self.undo_retrans = (self.undo_retrans - dup_segs).max(0);
+                    self.undo_retrans = (self.undo_retrans - dup_segs as i32).max(0);
                 }
             }
         }
-        let prior_fack = self.highest_sack_end.max(prior_snd_una);
+        // Walk the blocks in sequence order, as tcp_sacktag_write_queue sorts them ("order
+        // SACK blocks to allow in order walk of the retrans queue"; the receiver lists the most
+        // recent first), so that a newly SACKed segment lies below the highest SACKed sequence
+        // only when a previous ACK SACKed above it.
+        let mut sorted = [(SeqRange::default(), false); 4];
         for (bi, b) in blocks.iter().enumerate() {
-            let is_dup = dup && bi == 0;
+            sorted[bi] = (*b, dup && bi == 0);
+        }
+        let sorted = &mut sorted[..blocks.len()];
+        sorted.sort_by_key(|(b, _)| b.start); // stable, like the kernel's bubble sort
+        for &(b, is_dup) in sorted.iter() {
             // tcp_is_sackblock_valid (simplified): within [snd_una, snd_nxt]
             if b.end <= self.tp.snd_una || b.end > self.tp.snd_nxt || b.start >= b.end {
                 continue;
@@ -74,18 +80,76 @@ impl Sender {
                 i += 1;
             }
         }
-        // tcp_check_sack_reordering
+        // Reordering is not measured in Loss, where retransmissions cannot be accounted for,
+        // unless there is something to undo (tcp_sacktag_write_queue).
         if let Some(low) = ss.reord {
-            if low < prior_fack {
-                let metric = ((prior_fack - low) / mss) as u32 + 1;
-                if metric > self.reordering {
-                    self.reordering = metric.min(MAX_REORDERING);
-                }
-                self.reord_seen += 1;
+            if self.tp.ca_state != CaState::Loss || self.undo_marker.is_some() {
+                self.check_sack_reordering(low);
             }
         }
         *flags |= f;
         f
+    }
+
+    /// `tcp_dsack_seen` (net/ipv4/tcp_input.c, 6.18): take note of a D-SACK for
+    /// `[start, end)`; returns how many segments it reports duplicated, 0 when it is dubious and
+    /// ignored: longer than the peer's largest window (`tp->max_window`; the receiver's window
+    /// is fixed here, so `snd_wnd`), or more duplicates reported over the connection than the
+    /// sender ever retransmitted (`tp->dsack_dups > tp->total_retrans`). RACK widens its
+    /// reordering window only for D-SACKs that may come from reordering having made it
+    /// retransmit spuriously: not before any reordering was seen (`tp->reord_seen`), nor for the
+    /// tail loss probe's retransmission (timer-driven, `FLAG_DSACK_TLP`).
+    fn dsack_seen(&mut self, start: u64, end: u64, f: &mut u32) -> u32 {
+        if start >= end {
+            return 0;
+        }
+        let seq_len = end - start;
+        if seq_len > self.snd_wnd {
+            return 0;
+        }
+        let mss = self.tp.mss_cache as u64;
+        let mut dup_segs = 1u32;
+        if seq_len > mss {
+            dup_segs = seq_len.div_ceil(mss) as u32;
+        } else if self.tlp_high_seq == Some(end) {
+            *f |= flag::DSACK_TLP;
+        }
+        self.dsack_dups = self.dsack_dups.saturating_add(dup_segs);
+        // Skip the D-SACK if dup segs weren't retransmitted by sender (`total_retrans` counts
+        // every retransmission, loss probes included, as `retrans_pkts` does).
+        if self.dsack_dups as u64 > self.stats.retrans_pkts {
+            return 0;
+        }
+        if self.reord_seen > 0 && *f & flag::DSACK_TLP == 0 {
+            self.rack.dsack_seen = true;
+        }
+        *f |= flag::DSACKING_ACK;
+        dup_segs
+    }
+
+    /// `tcp_highest_sack_seq`: the end of the highest SACKed segment, snd_una when none is.
+    pub(crate) fn highest_sack_seq(&self) -> u64 {
+        if self.tp.sacked_out == 0 {
+            return self.tp.snd_una;
+        }
+        self.highest_sack_end
+    }
+
+    /// `tcp_check_sack_reordering` (net/ipv4/tcp_input.c): data at `low_seq`, never
+    /// retransmitted, was delivered after data up to the highest SACKed sequence (fack, as it is
+    /// now). The distance in segments is `DIV_ROUND_UP(fack - low_seq, mss)`, and
+    /// `tp->reordering` grows to it only when it is larger (capped by `tcp_max_reordering`).
+    pub(crate) fn check_sack_reordering(&mut self, low_seq: u64) {
+        let fack = self.highest_sack_seq();
+        if low_seq >= fack {
+            return;
+        }
+        let mss = self.tp.mss_cache as u64;
+        let metric = fack - low_seq;
+        if metric > self.reordering as u64 * mss {
+            self.reordering = metric.div_ceil(mss).min(MAX_REORDERING as u64) as u32;
+        }
+        self.reord_seen += 1;
     }
 
     /// `tcp_sacktag_one`.
@@ -97,6 +161,11 @@ impl Sender {
                 if self.undo_retrans > 0 && skb.end_seq > um {
                     self.undo_retrans -= 1;
                 }
+            }
+            // A D-SACK for a retransmitted segment already SACKed: the original got there after
+            // all, so it is reordering too (tcp_sacktag_one).
+            if sacked & SACKED_ACKED != 0 && ss.reord.is_none_or(|r| skb.seq < r) {
+                ss.reord = Some(skb.seq);
             }
         }
         if skb.end_seq <= self.tp.snd_una {
@@ -112,7 +181,8 @@ impl Sender {
                 }
             } else {
                 if sacked & EVER_RETRANS == 0 {
-                    if skb.seq < self.highest_sack_end && ss.reord.is_none_or(|r| skb.seq < r) {
+                    // New SACK for a never-retransmitted segment in a hole: reordering.
+                    if skb.seq < self.highest_sack_seq() && ss.reord.is_none_or(|r| skb.seq < r) {
                         ss.reord = Some(skb.seq);
                     }
                     if skb.end_seq <= self.tp.high_seq {
@@ -244,11 +314,16 @@ impl Sender {
         }
     }
 
-    /// `tcp_rack_update_reo_wnd`.
+    /// `tcp_rack_update_reo_wnd(sk, rs)` (net/ipv4/tcp_recovery.c): after a D-SACK that may
+    /// come from reordering, widen reo_wnd by one step (min_rtt/4) and keep it for
+    /// `TCP_RACK_RECOVERY_THRESH` recoveries; at most once per round trip. `prior_delivered` is
+    /// the rate sample's `rs->prior_delivered`: `tp->delivered` when the newest segment this ACK
+    /// delivered was sent, 0 when it delivered none.
     pub(crate) fn rack_update_reo_wnd(&mut self, prior_delivered: u32) {
         if prior_delivered == 0 {
             return;
         }
+        // Disregard DSACK if a rtt has not passed since we adjusted reo_wnd.
         if prior_delivered < self.rack.last_delivered {
             self.rack.dsack_seen = false;
         }
@@ -589,6 +664,37 @@ impl Sender {
         self.undo_marker.is_some() && (self.undo_retrans == 0 || self.packet_delayed())
     }
 
+    /// What proved the reduction unneeded when `tcp_packet_delayed` passes: the ACK echoes a
+    /// TSval older than the first retransmission (`eifel`), or nothing was retransmitted yet
+    /// (`no_retrans`).
+    fn delayed_detector(&self) -> &'static str {
+        if self.retrans_stamp != 0 {
+            "eifel"
+        } else {
+            "no_retrans"
+        }
+    }
+
+    /// What proved it when `tcp_may_undo` passes: every retransmission was D-SACKed
+    /// (`undo_retrans` 0, checked first, as there), else `delayed_detector`.
+    fn may_undo_detector(&self) -> &'static str {
+        if self.undo_retrans == 0 {
+            "dsack"
+        } else {
+            self.delayed_detector()
+        }
+    }
+
+    /// Count an undo and report it as an `undo` event: `detector` is the evidence (`frto`,
+    /// `eifel`, `dsack`, `no_retrans`), `via` the kernel function that undid, `tcp_try_undo_<via>`
+    /// (`loss`, `recovery`, `dsack`, `partial`; Linux counts them as TCPLossUndo, TCPFullUndo
+    /// or TCPLossUndo in Loss, TCPDSACKUndo, TCPPartialUndo).
+    fn log_undo(&mut self, detector: &str, via: &str) {
+        self.stats.undo_count += 1;
+        let detail = format!("detector={detector} via={via} state={:?}", self.tp.ca_state);
+        self.event(SenderEvent::Undo, detail);
+    }
+
     /// `tcp_undo_cwnd_reduction`.
     fn undo_cwnd_reduction(&mut self, unmark_loss: bool) {
         if unmark_loss {
@@ -608,20 +714,15 @@ impl Sender {
         self.tp.snd_cwnd_stamp = self.tp.jiffies();
         self.undo_marker = None;
         self.rack.advanced = true;
-        self.stats.undo_count += 1;
     }
 
     /// `tcp_try_undo_recovery`.
     fn try_undo_recovery(&mut self) -> bool {
         if self.may_undo() {
-            if self.tp.ca_state == CaState::Loss {
-                self.stats.spurious_rto_count += 1;
-                self.event(SenderEvent::SpuriousRto, String::new());
-            }
-            self.event(
-                SenderEvent::EifelUndo,
-                format!("state={:?}", self.tp.ca_state),
-            );
+            // Happy end! We did not retransmit anything or our original transmission
+            // succeeded. (TCPFullUndo, or TCPLossUndo in Loss: never TCPSpuriousRTOs.)
+            let detector = self.may_undo_detector();
+            self.log_undo(detector, "recovery");
             self.undo_cwnd_reduction(false);
         } else if self.rack.reo_wnd_persist > 0 {
             self.rack.reo_wnd_persist -= 1;
@@ -641,7 +742,7 @@ impl Sender {
     fn try_undo_dsack(&mut self) -> bool {
         if self.undo_marker.is_some() && self.undo_retrans == 0 {
             self.rack.reo_wnd_persist = (self.rack.reo_wnd_persist + 1).min(RACK_RECOVERY_THRESH);
-            self.event(SenderEvent::DsackUndo, String::new());
+            self.log_undo("dsack", "dsack");
             self.undo_cwnd_reduction(false);
             return true;
         }
@@ -649,15 +750,20 @@ impl Sender {
     }
 
     /// `tcp_try_undo_partial`.
-    fn try_undo_partial(&mut self, _prior_snd_una: u64) -> bool {
+    fn try_undo_partial(&mut self, prior_snd_una: u64) -> bool {
         if self.undo_marker.is_some() && self.packet_delayed() {
+            // Plain luck: the hole was filled by the delayed original, not by the
+            // retransmission. That is reordering (`tcp_check_sack_reordering(sk,
+            // prior_snd_una, 1)`).
+            self.check_sack_reordering(prior_snd_una);
             if self.tp.retrans_out > 0 {
                 return true;
             }
             if !self.any_retrans_done() {
                 self.retrans_stamp = 0;
             }
-            self.event(SenderEvent::EifelUndo, "partial".into());
+            let detector = self.delayed_detector();
+            self.log_undo(detector, "partial");
             self.undo_cwnd_reduction(true);
             self.try_keep_open();
         }
@@ -758,14 +864,14 @@ impl Sender {
     /// `tcp_try_undo_loss`.
     fn try_undo_loss(&mut self, frto_undo: bool) -> bool {
         if frto_undo || self.may_undo() {
-            self.stats.spurious_rto_count += 1;
-            let kind = if frto_undo {
-                SenderEvent::FrtoUndo
+            // TCPLossUndo; only F-RTO's proof also counts as TCPSpuriousRTOs.
+            let detector = if frto_undo {
+                self.stats.spurious_rto_count += 1;
+                "frto"
             } else {
-                SenderEvent::EifelUndo
+                self.may_undo_detector()
             };
-            self.event(kind, String::new());
-            self.event(SenderEvent::SpuriousRto, String::new());
+            self.log_undo(detector, "loss");
             self.undo_cwnd_reduction(true);
             self.icsk_retransmits = 0;
             if frto_undo || self.is_sack() {

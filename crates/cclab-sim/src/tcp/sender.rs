@@ -21,6 +21,7 @@
 
 use crate::cc::{ack_flags, AckSample, CaEvent, CaState, CongestionControl, RateSample};
 use crate::tcp::minmax::MinMax;
+use crate::tcp::receiver::ts_older;
 use crate::tcp::segment::{AckSeg, DataSeg};
 use crate::tcp::skb::{RtxQueue, Skb, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS};
 use crate::tcp::sock::TcpSock;
@@ -76,11 +77,10 @@ pub enum XmitTimer {
 pub enum SenderEvent {
     Rto,
     FastRetransmit,
-    SpuriousRto,
-    FrtoUndo,
-    EifelUndo,
-    DsackUndo,
     RecoveryEnd,
+    /// A window reduction was undone; the detail names the detector and the kernel function
+    /// (`detector=frto|eifel|dsack|no_retrans via=loss|recovery|dsack|partial state=...`).
+    Undo,
     LossProbe,
     /// An ECE ACK started a window reduction (`tcp_enter_cwr`).
     Cwr,
@@ -94,11 +94,8 @@ impl SenderEvent {
         match self {
             SenderEvent::Rto => "rto",
             SenderEvent::FastRetransmit => "fast_retransmit",
-            SenderEvent::SpuriousRto => "spurious_rto",
-            SenderEvent::FrtoUndo => "frto_undo",
-            SenderEvent::EifelUndo => "eifel_undo",
-            SenderEvent::DsackUndo => "dsack_undo",
             SenderEvent::RecoveryEnd => "recovery_end",
+            SenderEvent::Undo => "undo",
             SenderEvent::LossProbe => "tlp",
             SenderEvent::Cwr => "cwr",
             SenderEvent::LocalDrop => "local_drop",
@@ -139,7 +136,11 @@ pub struct SenderStats {
     pub retrans_pkts: u64,
     pub rto_count: u64,
     pub fast_retransmit_count: u64,
+    /// Timeouts F-RTO proved spurious (Linux's `TCPSpuriousRTOs`: `tcp_try_undo_loss` with
+    /// `frto_undo`); a timeout undone by timestamps or D-SACKs is not counted here.
     pub spurious_rto_count: u64,
+    /// Window reductions undone, by any detector (TCPLossUndo + TCPFullUndo + TCPDSACKUndo +
+    /// TCPPartialUndo); each is an `undo` event naming its detector.
     pub undo_count: u64,
     pub tlp_count: u64,
     /// Window reductions by `tcp_enter_cwr` from Open/Disorder (an ECE ACK or a local drop).
@@ -161,7 +162,7 @@ pub struct Rack {
     pub reo_wnd_steps: u32,
     /// Recoveries left before reo_wnd_steps resets.
     pub reo_wnd_persist: u32,
-    /// A DSACK was seen since the last reo_wnd update.
+    /// A D-SACK that may come from reordering was seen since the last reo_wnd update.
     pub dsack_seen: bool,
     /// `tp->delivered` at the last reo_wnd change.
     pub last_delivered: u32,
@@ -196,6 +197,8 @@ pub struct Sender {
     pub(crate) tlp_retrans: bool,
     pub(crate) reordering: u32,
     pub(crate) reord_seen: u32,
+    /// Segments reported duplicated by D-SACKs so far (`dsack_dups`).
+    pub(crate) dsack_dups: u32,
     pub(crate) rack: Rack,
     pub(crate) cwnd_usage_seq: u64,
     pub(crate) highest_sack_end: u64,
@@ -252,6 +255,7 @@ impl Sender {
             tlp_retrans: false,
             reordering: 3,
             reord_seen: 0,
+            dsack_dups: 0,
             rack: Rack {
                 reo_wnd_steps: 1,
                 ..Rack::default()
@@ -738,7 +742,9 @@ impl Sender {
         self.tp.rx_saw_tstamp = self.cfg.timestamps;
         self.tp.rx_rcv_tsval = a.tsval;
         self.tp.rx_rcv_tsecr = a.tsecr;
-        if self.cfg.timestamps {
+        // tcp_replace_ts_recent (tcp_ack, after the old-ACK check): a pure ACK's seq is always
+        // at rcv_wup, so only PAWS's "forward only" (`tcp_paws_check(&tp->rx_opt, 0)`) applies.
+        if self.cfg.timestamps && (self.ts_recent == 0 || ts_older(self.ts_recent, a.tsval) <= 0) {
             self.ts_recent = a.tsval;
         }
         let mut flag = 0u32;
@@ -746,6 +752,12 @@ impl Sender {
         let prior_delivered = self.tp.delivered;
         let prior_lost = self.tp.lost;
         let prior_packets = self.tp.packets_out;
+        // tcp_ack: prior_fack, before snd_una moves and this ACK's SACKs are tagged.
+        let prior_fack = if self.is_sack() {
+            self.highest_sack_seq()
+        } else {
+            prior_snd_una
+        };
         let mut rexmit = Rexmit::None;
 
         if ack > prior_snd_una {
@@ -785,8 +797,9 @@ impl Sender {
 
         let mut ca_rtt_us = -1;
         if prior_packets > 0 {
-            ca_rtt_us = self.clean_rtx_queue(prior_snd_una, &mut flag, &mut ss);
-            self.rack_update_reo_wnd(prior_delivered);
+            ca_rtt_us = self.clean_rtx_queue(prior_fack, &mut flag, &mut ss);
+            // tcp_rack_update_reo_wnd(sk, &rs): the sample's prior_delivered, not tp->delivered.
+            self.rack_update_reo_wnd(ss.rate.prior_delivered);
             // tcp_in_ack_event, after the rtx queue is cleaned (6.14+: "tcp: reorganize
             // tcp_in_ack_event() and tcp_count_delivered()"), so pkts_acked comes first.
             self.cc.in_ack_event(&mut self.tp, ack_ev);
@@ -955,12 +968,13 @@ impl Sender {
 
     /// `tcp_clean_rtx_queue`: drop cumulatively acked segments, take RTT samples, tell CC.
     /// Returns `ca_rtt_us` (-1 when none).
-    fn clean_rtx_queue(&mut self, prior_snd_una: u64, flag: &mut u32, ss: &mut SackState) -> i64 {
+    fn clean_rtx_queue(&mut self, prior_fack: u64, flag: &mut u32, ss: &mut SackState) -> i64 {
         let now = self.tp.tcp_mstamp_us;
         let mut first_ackt = 0u64;
         let mut last_ackt = 0u64;
         let mut pkts_acked = 0u32;
-        let prior_sacked = self.tp.sacked_out;
+        // Lowest acked segment that was neither retransmitted nor SACKed (`reord`).
+        let mut reord: Option<u64> = None;
         let sack = self.is_sack();
         while let Some(head) = self.rtx.head().copied() {
             if head.end_seq > self.tp.snd_una {
@@ -977,6 +991,7 @@ impl Sender {
                 if first_ackt == 0 {
                     first_ackt = last_ackt;
                 }
+                reord = Some(reord.map_or(head.seq, |r| r.min(head.seq)));
                 if head.end_seq <= self.tp.high_seq {
                     *flag |= flag::ORIG_SACK_ACKED;
                 }
@@ -1016,8 +1031,9 @@ impl Sender {
             *flag |= flag::SET_XMIT_TIMER;
             if !sack {
                 self.remove_reno_sacks(pkts_acked);
-            } else {
-                let _ = prior_sacked;
+            } else if let Some(low) = reord.filter(|&r| r < prior_fack) {
+                // A never-retransmitted hole got filled: that's reordering.
+                self.check_sack_reordering(low);
             }
         }
         let in_flight = self.tp.packets_in_flight();
@@ -1029,7 +1045,6 @@ impl Sender {
                 in_flight,
             },
         );
-        let _ = prior_snd_una;
         ca_rtt_us
     }
 
