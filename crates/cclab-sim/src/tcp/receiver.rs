@@ -233,9 +233,10 @@ impl Receiver {
         }
         self.ecn_accept_cwr(seg);
         if end <= self.rcv_nxt {
-            // A retransmit of data we have: D-SACK it and ACK at once.
+            // A retransmit, 2nd most common case. Force an immediate ack (tcp_data_queue:
+            // D-SACK it, tcp_enter_quickack_mode, inet_csk_schedule_ack).
             self.dsack_set(seq, end);
-            self.incr_quickack(MAX_QUICKACKS);
+            self.enter_quickack_mode(MAX_QUICKACKS);
             self.ack_sched = true;
         } else if seq <= self.rcv_nxt {
             if seq < self.rcv_nxt {
@@ -429,11 +430,16 @@ impl Receiver {
 
     /// `__tcp_send_ack(sk, rcv_nxt)` for an older `ack`, as DCTCP's precise echo sends: an ACK
     /// that leaves the delayed-ACK and quick-ACK state alone (`tcp_event_ack_sent` returns early
-    /// when `rcv_nxt != tp->rcv_nxt`).
+    /// when `rcv_nxt != tp->rcv_nxt`), but like every ACK ends SACK compression (the start of
+    /// `tcp_event_ack_sent`) and moves rcv_wup to rcv_nxt (`tcp_select_window`, from
+    /// `__tcp_transmit_skb`).
     pub(crate) fn send_special_ack(&mut self, ack: u64, out: &mut Vec<AckSeg>) {
         let a = self.build_ack(ack);
         out.push(a);
         self.acks_sent += 1;
+        self.comp_deadline = None;
+        self.compressed_ack = 0;
+        self.rcv_wup = self.rcv_nxt;
     }
 
     /// `tcp_send_ack` + `tcp_event_ack_sent`.
@@ -642,5 +648,51 @@ mod tests {
         r.on_data(1_000_000, &seg_ts(2, 14), &mut out);
         assert_eq!(out.last().unwrap().tsecr, 14);
         assert_eq!(r.delivered_bytes, 3000);
+    }
+
+    /// Linux `tcp_data_queue`: a duplicate segment (a retransmit of data we have) enters
+    /// quick-ACK mode with `tcp_enter_quickack_mode`, which also sets ato back to `TCP_ATO_MIN`
+    /// (not `tcp_incr_quickack` alone).
+    #[test]
+    fn duplicate_data_resets_ato() {
+        let mut r = rcv(true);
+        let mut out = Vec::new();
+        // Segments 30 ms apart: below ato, so ato grows (tcp_event_data_recv); every second
+        // one is acked at once, the others wait.
+        for i in 0..20u64 {
+            r.on_data(i * 30_000_000, &seg(i), &mut out);
+        }
+        assert!(r.ato > r.ato_min(), "ato {}", r.ato);
+        assert_eq!(
+            (r.rcv_wup, r.rcv_nxt),
+            (19_000, 20_000),
+            "segment 19 not acked yet"
+        );
+        // Segment 19 again: not below rcv_wup, so not tcp_sequence's drop, a duplicate.
+        out.clear();
+        r.on_data(580_000_000, &seg(19), &mut out);
+        assert_eq!(out.len(), 1, "acked at once");
+        assert_eq!(r.ato, r.ato_min());
+    }
+
+    /// `tcp_select_window`, run for every segment `__tcp_transmit_skb` sends, sets rcv_wup to
+    /// rcv_nxt: the special ACK of DCTCP's precise echo (for an older rcv_nxt) too. So the next
+    /// single segment is not "more than one full frame" past it and waits for the timer.
+    #[test]
+    fn a_special_ack_moves_rcv_wup() {
+        let mut r = rcv(true);
+        let mut out = Vec::new();
+        for i in 0..5 {
+            r.on_data(0, &seg(i), &mut out);
+        }
+        out.clear();
+        r.on_data(1_000_000, &seg(5), &mut out);
+        assert!(out.is_empty(), "a lone segment waits");
+        r.send_special_ack(5000, &mut out);
+        assert_eq!((out.len(), out[0].ack), (1, 5000));
+        assert_eq!(r.rcv_wup, r.rcv_nxt);
+        out.clear();
+        r.on_data(2_000_000, &seg(6), &mut out);
+        assert!(out.is_empty(), "one frame past rcv_wup: still delayed");
     }
 }

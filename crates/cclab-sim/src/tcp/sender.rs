@@ -1,7 +1,8 @@
 //! The TCP sender: Linux 6.18's send path and ACK processing (`net/ipv4/tcp_output.c`
 //! `tcp_write_xmit`, `tcp_cwnd_validate`; `net/ipv4/tcp_input.c` `tcp_ack`,
 //! `tcp_clean_rtx_queue`, `tcp_sacktag_write_queue`, `tcp_cong_control`; `net/ipv4/tcp_timer.c`
-//! `tcp_retransmit_timer`). Loss recovery (RACK, PRR, undo, F-RTO) is in `recovery.rs`.
+//! `tcp_retransmit_timer`). Loss recovery (PRR, F-RTO) is in `recovery.rs`, the SACK
+//! scoreboard in `sack.rs`, RACK in `rack.rs`, undo in `undo.rs`.
 //!
 //! Delivery-rate sampling follows `net/ipv4/tcp_rate.c` (`tcp_rate_skb_sent`,
 //! `tcp_rate_skb_delivered`, `tcp_rate_gen`, `tcp_rate_check_app_limited`) and internal pacing
@@ -14,9 +15,10 @@
 //! ECN (RFC 3168, and google/bbr's precise `ecn_low` echo) is in `ecn.rs`.
 //!
 //! Not modelled (we diverge): TSO/GSO (one MSS per skb), Nagle and corking (the application
-//! writes everything at once), TCP Small Queues, cwnd restart after idle, AccECN, path MTU
-//! discovery, SACK reneging. The SYN handshake is not exchanged: flows start established with
-//! the initial window, after one RTT sample of the idle path (see `Sender::on_start`).
+//! writes everything at once), cwnd restart after idle, AccECN, path MTU discovery, SACK
+//! reneging. (TCP Small Queues and the device below are in `tsq.rs`.) The SYN handshake is not
+//! exchanged: flows start established with the initial window, after one RTT sample of the
+//! idle path (see `Sender::on_start`).
 //! `FLAG_ACK_MAYBE_DELAYED` (a lone runt packet's delayed ACK) is never set.
 
 use crate::cc::{ack_flags, AckSample, CaEvent, CaState, CongestionControl, RateSample};
@@ -727,21 +729,27 @@ impl Sender {
     fn tcp_ack(&mut self, a: &AckSeg, out: &mut Vec<DataSeg>) {
         let prior_snd_una = self.tp.snd_una;
         let ack = a.ack;
+        // The options were parsed before tcp_ack (tcp_fast_parse_options).
+        self.rcv_tsecr = (self.cfg.timestamps && a.tsecr != 0).then_some(a.tsecr);
+        self.tp.rx_saw_tstamp = self.cfg.timestamps;
+        self.tp.rx_rcv_tsval = a.tsval;
+        self.tp.rx_rcv_tsecr = a.tsecr;
         if ack < prior_snd_una {
-            // Old ACK: may carry a D-SACK (tcp_ack's old_ack path); ignore otherwise.
+            // tcp_ack's old_ack: if data was SACKed, tag it and see if we should send more
+            // data; if data was D-SACKed, see if we can undo a cwnd reduction. (6.18 does not
+            // add this ACK's sack_delivered to tp->delivered on this path.)
             if self.is_sack() && a.n_sack > 0 {
-                let mut f = 0;
-                self.sacktag(a, prior_snd_una, &mut f, &mut SackState::default());
+                let mut flag = flag::SLOWPATH;
+                let mut rexmit = Rexmit::None;
+                self.sacktag(a, prior_snd_una, &mut flag, &mut SackState::default());
+                self.fastretrans_alert(prior_snd_una, 0, &mut flag, &mut rexmit);
+                self.xmit_recovery(rexmit, out);
             }
             return;
         }
         if ack > self.tp.snd_nxt {
             return; // acks something we never sent
         }
-        self.rcv_tsecr = (self.cfg.timestamps && a.tsecr != 0).then_some(a.tsecr);
-        self.tp.rx_saw_tstamp = self.cfg.timestamps;
-        self.tp.rx_rcv_tsval = a.tsval;
-        self.tp.rx_rcv_tsecr = a.tsecr;
         // tcp_replace_ts_recent (tcp_ack, after the old-ACK check): a pure ACK's seq is always
         // at rcv_wup, so only PAWS's "forward only" (`tcp_paws_check(&tp->rx_opt, 0)`) applies.
         if self.cfg.timestamps && (self.ts_recent == 0 || ts_older(self.ts_recent, a.tsval) <= 0) {
@@ -780,6 +788,9 @@ impl Sender {
         let mut ss = SackState::default();
         if self.is_sack() && a.n_sack > 0 {
             self.sacktag(a, prior_snd_una, &mut flag, &mut ss);
+            // tcp_count_delivered(tp, sack_state.sack_delivered, ..): SACKed and D-SACKed
+            // segments.
+            self.tp.delivered = self.tp.delivered.wrapping_add(ss.sack_delivered);
         }
         let mut ack_ev = if fast_path {
             ack_flags::CA_ACK_WIN_UPDATE
@@ -795,33 +806,43 @@ impl Sender {
             ack_ev |= ack_flags::CA_ACK_ECE;
         }
 
-        let mut ca_rtt_us = -1;
-        if prior_packets > 0 {
-            ca_rtt_us = self.clean_rtx_queue(prior_fack, &mut flag, &mut ss);
-            // tcp_rack_update_reo_wnd(sk, &rs): the sample's prior_delivered, not tp->delivered.
-            self.rack_update_reo_wnd(ss.rate.prior_delivered);
-            // tcp_in_ack_event, after the rtx queue is cleaned (6.14+: "tcp: reorganize
-            // tcp_in_ack_event() and tcp_count_delivered()"), so pkts_acked comes first.
+        if prior_packets == 0 {
+            // tcp_ack's no_queue: nothing was outstanding. If data was D-SACKed, see if we can
+            // undo a cwnd reduction; no rate sample, no congestion control.
             self.cc.in_ack_event(&mut self.tp, ack_ev);
-            // google/bbr v3 tcp_ack: does this ACK cover a TLP retransmission?
-            ss.rate.is_acking_tlp_retrans_seq =
-                self.tlp_retrans && self.tlp_high_seq.is_some_and(|h| ack >= h);
+            if ece {
+                // The D-SACKed segments counted in tcp_count_delivered.
+                let delivered = self.tp.delivered.wrapping_sub(prior_delivered);
+                self.tp.delivered_ce = self.tp.delivered_ce.wrapping_add(delivered);
+            }
+            if flag & flag::DSACKING_ACK != 0 {
+                self.fastretrans_alert(prior_snd_una, 0, &mut flag, &mut rexmit);
+            }
             if self.tlp_high_seq.is_some() {
                 self.process_tlp_ack(ack, flag);
             }
-            if self.ack_is_dubious(flag) {
-                let num_dupack = (flag
-                    & (flag::SND_UNA_ADVANCED | flag::NOT_DUP | flag::DSACKING_ACK)
-                    == 0) as u32;
-                self.fastretrans_alert(prior_snd_una, num_dupack, &mut flag, &mut rexmit);
-            }
-            // tcp_set_xmit_timer: a loss probe if one may be scheduled, else the RTO.
-            if flag & flag::SET_XMIT_TIMER != 0 && !self.schedule_loss_probe(true) {
-                self.rearm_rto();
-            }
-        } else {
-            // tcp_ack's no_queue label: nothing was outstanding.
-            self.cc.in_ack_event(&mut self.tp, ack_ev);
+            return;
+        }
+        let ca_rtt_us = self.clean_rtx_queue(prior_fack, &mut flag, &mut ss);
+        // tcp_rack_update_reo_wnd(sk, &rs): the sample's prior_delivered, not tp->delivered.
+        self.rack_update_reo_wnd(ss.rate.prior_delivered);
+        // tcp_in_ack_event, after the rtx queue is cleaned (6.14+: "tcp: reorganize
+        // tcp_in_ack_event() and tcp_count_delivered()"), so pkts_acked comes first.
+        self.cc.in_ack_event(&mut self.tp, ack_ev);
+        // google/bbr v3 tcp_ack: does this ACK cover a TLP retransmission?
+        ss.rate.is_acking_tlp_retrans_seq =
+            self.tlp_retrans && self.tlp_high_seq.is_some_and(|h| ack >= h);
+        if self.tlp_high_seq.is_some() {
+            self.process_tlp_ack(ack, flag);
+        }
+        if self.ack_is_dubious(flag) {
+            let num_dupack =
+                (flag & (flag::SND_UNA_ADVANCED | flag::NOT_DUP | flag::DSACKING_ACK) == 0) as u32;
+            self.fastretrans_alert(prior_snd_una, num_dupack, &mut flag, &mut rexmit);
+        }
+        // tcp_set_xmit_timer: a loss probe if one may be scheduled, else the RTO.
+        if flag & flag::SET_XMIT_TIMER != 0 && !self.schedule_loss_probe(true) {
+            self.rearm_rto();
         }
         let delivered = self.tp.delivered.wrapping_sub(prior_delivered);
         // tcp_count_delivered(.., ece_ack): every segment this ACK delivered (SACKed, acked or
@@ -1028,12 +1049,26 @@ impl Sender {
         let tsecr = self.rcv_tsecr;
         let ca_rtt_us = self.ack_update_rtt(acked, seq_rtt_us, sack_rtt_us, ca_rtt_us, tsecr);
         if acked {
-            *flag |= flag::SET_XMIT_TIMER;
+            *flag |= flag::SET_XMIT_TIMER; // set TLP or RTO timer
             if !sack {
                 self.remove_reno_sacks(pkts_acked);
+                // If any of the cumulatively ACKed segments was retransmitted, non-SACK case
+                // cannot confirm that progress was due to original transmission due to lack of
+                // TCPCB_SACKED_ACKED bits even if some of the packets may have been never
+                // retransmitted.
+                if *flag & flag::RETRANS_DATA_ACKED != 0 {
+                    *flag &= !flag::ORIG_SACK_ACKED;
+                }
             } else if let Some(low) = reord.filter(|&r| r < prior_fack) {
-                // A never-retransmitted hole got filled: that's reordering.
+                // Non-retransmitted hole got filled? That's reordering.
                 self.check_sack_reordering(low);
+            }
+        } else if let Some(head) = self.rtx.head() {
+            // Do not re-arm RTO if the sack RTT is measured from data sent after when the head
+            // was last (re)transmitted. Otherwise the timeout may continue to extend in loss
+            // recovery. (`rtt_update`: without a cumulative ACK the sample is the SACK RTT.)
+            if sack_rtt_us >= 0 && sack_rtt_us > now.saturating_sub(head.xmit_us) as i64 {
+                *flag |= flag::SET_XMIT_TIMER;
             }
         }
         let in_flight = self.tp.packets_in_flight();
@@ -1123,6 +1158,8 @@ pub(crate) struct SackState {
     pub last_sackt: u64,
     /// Lowest start_seq of a newly SACKed segment in a hole (reordering evidence).
     pub reord: Option<u64>,
+    /// Segments newly SACKed, plus those a D-SACK reports duplicated (`sack_delivered`).
+    pub sack_delivered: u32,
     /// The delivery-rate sample being built (`sack_state.rate`).
     pub rate: RateSample,
 }

@@ -1,228 +1,10 @@
-//! Loss-recovery details against Linux 6.18 (`net/ipv4/tcp_input.c`, `tcp_recovery.c`): the
-//! reordering metric, RACK's reordering window under D-SACKs, the undo detectors, the initial
-//! window. Each test drives a sender with hand-built ACKs; sequence numbers are in segments of
-//! `MSS` bytes and every segment of a flight leaves at the same instant.
+//! Loss recovery and undo against Linux 6.18 (`net/ipv4/tcp_input.c`): the undo detectors and
+//! their counters, F-RTO, the state machine's details, the initial window. Fixtures in
+//! `tests_support.rs`.
 
-use crate::cc::{self, CaState, Params};
+use super::tests_support::*;
+use crate::cc::CaState;
 use crate::tcp::ecn::EcnMode;
-use crate::tcp::segment::{AckSeg, DataSeg, SeqRange};
-use crate::tcp::sender::{Sender, SenderConfig, SenderEvent};
-
-const MSS: u32 = 1000;
-const MS: u64 = 1_000_000;
-
-fn sender_with(timestamps: bool, max_cwnd_pkts: u32) -> Sender {
-    let cc = cc::build("reno", &Params::new()).unwrap();
-    let mut s = Sender::new(
-        SenderConfig {
-            mss_bytes: MSS,
-            initial_cwnd_pkts: 10,
-            max_cwnd_pkts,
-            sack: true,
-            timestamps,
-            frto: true,
-            tlp: false,
-            rto_min_us: 200_000,
-            rto_initial_us: 1_000_000,
-            rto_max_us: 120_000_000,
-            size_bytes: u64::MAX,
-            hz: 1000,
-            ecn: EcnMode::Off,
-        },
-        cc,
-    );
-    s.syn_rtt_sample(0, 10_000);
-    s
-}
-
-/// An ACK of everything below segment `ack`, SACKing `[start, end)` segment ranges (the first
-/// one may be a D-SACK), echoing `tsecr` (0: no timestamp echo).
-fn ack(ack: u64, sacks: &[(u64, u64)], tsecr: u32) -> AckSeg {
-    let mut a = AckSeg {
-        ack: ack * MSS as u64,
-        rwnd_bytes: 1 << 30,
-        sack: [SeqRange::default(); 4],
-        n_sack: sacks.len() as u8,
-        tsval: 1,
-        tsecr,
-        ece: false,
-    };
-    for (i, &(s, e)) in sacks.iter().enumerate() {
-        a.sack[i] = SeqRange {
-            start: s * MSS as u64,
-            end: e * MSS as u64,
-        };
-    }
-    a
-}
-
-/// Segments 0-9 at t = 0 (TSval 1), all acked at 10 ms: cwnd 20 and segments 10-29 in flight,
-/// sent at 10 ms with TSval 11 when 10 segments had been delivered.
-fn warm_up(s: &mut Sender) {
-    let mut out = Vec::new();
-    s.on_start(0, &mut out);
-    assert_eq!(out.len(), 10);
-    out.clear();
-    let tsecr = if s.cfg.timestamps { 1 } else { 0 };
-    s.on_ack(10 * MS, &ack(10, &[], tsecr), &mut out);
-    assert_eq!(s.tp.snd_cwnd, 20);
-    assert_eq!((out.first().unwrap().seq, out.len()), (10 * MSS as u64, 20));
-    assert!(out.iter().all(|d| !d.retrans && d.tsval == tsecr * 11));
-}
-
-fn on_ack(s: &mut Sender, t_ns: u64, a: AckSeg) -> Vec<DataSeg> {
-    let mut out = Vec::new();
-    s.on_ack(t_ns, &a, &mut out);
-    out
-}
-
-/// The details of the `undo` events so far.
-fn undo_details(s: &Sender) -> Vec<String> {
-    s.events
-        .iter()
-        .filter(|e| e.1 == SenderEvent::Undo)
-        .map(|e| e.2.clone())
-        .collect()
-}
-
-/// Segments 13-15 are held back by the network while 16-29 arrive: at 20 ms RACK (no
-/// reordering seen yet, so no reordering window with 14 segments SACKed) marks them lost and
-/// fast recovery retransmits them (TSval 21). At 21 ms the originals arrive, one ACK for 13
-/// (a partial ACK echoing the original's TSval 11), one for 14-15.
-fn spurious_recovery(s: &mut Sender, timestamps: bool) {
-    warm_up(s);
-    let out = on_ack(s, 20 * MS, ack(13, &[(16, 30)], timestamps as u32 * 11));
-    assert_eq!(s.tp.ca_state, CaState::Recovery);
-    let retrans: Vec<u64> = out
-        .iter()
-        .filter(|d| d.retrans)
-        .map(|d| d.seq / MSS as u64)
-        .collect();
-    assert_eq!(retrans, [13, 14, 15]);
-    assert_eq!(s.stats.retrans_pkts, 3);
-}
-
-/// Linux `tcp_try_undo_partial`: the hole was filled by the delayed original, not by the
-/// retransmission (timestamps prove it), so it is reordering: `tcp_check_sack_reordering(sk,
-/// prior_snd_una, 1)` with fack the highest SACKed sequence (30) gives a distance of 17.
-#[test]
-fn partial_undo_counts_the_reordering() {
-    let mut s = sender_with(true, u32::MAX);
-    spurious_recovery(&mut s, true);
-    assert_eq!((s.reordering, s.reord_seen), (3, 0));
-    on_ack(&mut s, 21 * MS, ack(14, &[(16, 30)], 11));
-    assert_eq!(s.reord_seen, 1);
-    assert_eq!(s.reordering, 17);
-}
-
-/// Linux `tcp_check_sack_reordering`: the distance is `DIV_ROUND_UP(fack - low_seq, mss)` with
-/// fack the highest SACKed sequence after this ACK's SACKs, and `tp->reordering` grows only when
-/// the distance exceeds it.
-#[test]
-fn sack_reordering_metric_is_the_sequence_distance() {
-    let mut s = sender_with(true, u32::MAX);
-    warm_up(&mut s);
-    on_ack(&mut s, 12 * MS, ack(10, &[(13, 14)], 11));
-    assert_eq!(s.reord_seen, 0);
-    // Segment 11 arrives after 13: displaced by 3 segments (fack 14 - 11), not more than 3.
-    on_ack(&mut s, 12 * MS, ack(10, &[(11, 14)], 11));
-    assert_eq!(s.reord_seen, 1);
-    assert_eq!(
-        s.reordering, 3,
-        "a distance of 3 does not exceed reordering 3"
-    );
-
-    let mut s = sender_with(true, u32::MAX);
-    warm_up(&mut s);
-    on_ack(&mut s, 12 * MS, ack(10, &[(15, 16)], 11));
-    // Segment 11 after 15: fack 16, distance 5.
-    on_ack(&mut s, 12 * MS, ack(10, &[(11, 12), (15, 16)], 11));
-    assert_eq!(s.reord_seen, 1);
-    assert_eq!(s.reordering, 5);
-}
-
-/// Linux `tcp_sacktag_write_queue` walks the SACK blocks in sequence order. An ACK listing a
-/// new block [15, 16) before the older block [12, 14), now grown by 13, is not reordering: 13
-/// was sent and delivered before 15.
-#[test]
-fn sack_blocks_are_walked_in_sequence_order() {
-    let mut s = sender_with(true, u32::MAX);
-    warm_up(&mut s);
-    on_ack(&mut s, 12 * MS, ack(10, &[(12, 13)], 11));
-    on_ack(&mut s, 12 * MS, ack(10, &[(15, 16), (12, 14)], 11));
-    assert_eq!(s.tp.sacked_out, 3);
-    assert_eq!((s.reord_seen, s.reordering), (0, 3));
-}
-
-/// Linux `tcp_clean_rtx_queue`: a cumulative ACK that fills a hole below prior_fack with
-/// never-retransmitted data is reordering (`tcp_check_sack_reordering(sk, reord, 0)`); with
-/// nothing SACKed any more fack is snd_una (16), so the distance from segment 10 is 6.
-#[test]
-fn cumulative_ack_filling_an_original_hole_is_reordering() {
-    let mut s = sender_with(true, u32::MAX);
-    warm_up(&mut s);
-    on_ack(&mut s, 12 * MS, ack(10, &[(15, 16)], 11));
-    assert_eq!(s.reord_seen, 0);
-    on_ack(&mut s, 12 * MS, ack(16, &[], 11));
-    assert_eq!(s.reord_seen, 1);
-    assert_eq!(s.reordering, 6);
-}
-
-/// Linux `tcp_sacktag_one`: a D-SACK for a retransmitted segment that is already SACKed means
-/// the original got there after all, which is reordering too ("D-SACK arrives for retransmitted
-/// and already SACKed segment -> reordering"): here segment 15 (fack 30).
-#[test]
-fn dsack_of_a_sacked_retransmission_is_reordering() {
-    let mut s = sender_with(true, u32::MAX);
-    spurious_recovery(&mut s, true);
-    // The original of 15 arrives (SACKed), then its retransmission (an out-of-order D-SACK).
-    on_ack(&mut s, 21 * MS, ack(13, &[(15, 30)], 11));
-    assert_eq!(
-        s.reord_seen, 0,
-        "a retransmitted segment's SACK proves nothing"
-    );
-    on_ack(&mut s, 30 * MS, ack(13, &[(15, 16), (15, 30)], 11));
-    assert_eq!(s.reord_seen, 1);
-    assert_eq!(s.reordering, 15);
-}
-
-/// Linux `tcp_dsack_seen` (6.18): a D-SACK counts for RACK's reordering window only when the
-/// sender has retransmitted at least as many segments as were D-SACKed (`tp->dsack_dups <=
-/// tp->total_retrans`, else the D-SACK is dubious and ignored) and reordering was seen
-/// (`tp->reord_seen`). Here the network duplicated five segments: nothing was retransmitted and
-/// nothing reordered, so reo_wnd stays 1 step (the review saw it reach 6 within 5 ms).
-#[test]
-fn dsacks_without_retransmission_or_reordering_leave_reo_wnd_alone() {
-    let mut s = sender_with(true, u32::MAX);
-    warm_up(&mut s);
-    for k in 0..5u64 {
-        // Each ACK acks one more segment and D-SACKs a duplicate of an acked one.
-        on_ack(&mut s, (11 + k) * MS, ack(11 + k, &[(5 + k, 6 + k)], 11));
-    }
-    assert_eq!(s.rack.reo_wnd_steps, 1);
-    assert!(!s.rack.dsack_seen);
-    assert_eq!(s.stats.undo_count, 0);
-}
-
-/// Linux `tcp_rack_update_reo_wnd(sk, rs)` takes `rs->prior_delivered`, the delivered count when
-/// the newest segment this ACK delivered was sent, so D-SACKs for segments of the round in which
-/// reo_wnd last grew are disregarded: reo_wnd grows by at most one step per round trip. Here
-/// three spurious retransmissions are D-SACKed one after another (each D-SACK followed by the
-/// ACK of one new segment sent before the first step): one step, not three.
-#[test]
-fn reo_wnd_grows_at_most_once_per_round_trip() {
-    let mut s = sender_with(true, u32::MAX);
-    spurious_recovery(&mut s, true);
-    on_ack(&mut s, 21 * MS, ack(14, &[(16, 30)], 11));
-    on_ack(&mut s, 21 * MS, ack(30, &[], 11));
-    assert_eq!(s.rack.reo_wnd_steps, 1);
-    for k in 0..3u64 {
-        // The retransmission of 13 + k arrives as a duplicate (TSval 21), then new segment 30 + k.
-        on_ack(&mut s, 30 * MS, ack(30 + k, &[(13 + k, 14 + k)], 21));
-        on_ack(&mut s, 30 * MS, ack(31 + k, &[], 21));
-    }
-    assert_eq!(s.rack.reo_wnd_steps, 2);
-}
 
 /// Linux `tcp_process_loss` counts `LINUX_MIB_TCPSPURIOUSRTOS` only for an F-RTO undo
 /// (`tcp_try_undo_loss(sk, true)`); F-RTO (RFC 5682 sec 3.1, SACK-enhanced) proves the timeout
@@ -240,9 +22,10 @@ fn frto_undo_is_a_spurious_rto() {
     let out = on_ack(&mut s, rto_at + 10 * MS, ack(11, &[], 0));
     assert!(out.iter().any(|d| !d.retrans), "F-RTO sends new data");
     on_ack(&mut s, rto_at + 10 * MS, ack(13, &[], 0));
-    // (Then RACK, re-run after the undo, marks 13-29 lost: sent before the acked
-    // retransmission of 10 and not delivered; without timestamps nothing says otherwise.)
-    assert_ne!(s.tp.ca_state, CaState::Loss);
+    // RACK, re-run after the undo, does not mark 13-29 lost although they were sent before
+    // the acked retransmission of 10: 6.18's tcp_rack_advance took RACK.rtt from originals 11
+    // and 12, sent with them. (The 4.x form kept the retransmission's 10 ms and marked them.)
+    assert_eq!((s.tp.ca_state, s.tp.lost_out), (CaState::Open, 0));
     assert_eq!((s.stats.spurious_rto_count, s.stats.undo_count), (1, 1));
     assert_eq!(undo_details(&s), ["detector=frto via=loss state=Loss"]);
 }
@@ -319,4 +102,101 @@ fn initial_window_respects_the_cwnd_clamp() {
     s.on_start(0, &mut out);
     assert_eq!(s.tp.snd_cwnd, 4);
     assert_eq!(out.len(), 4);
+}
+
+/// Linux `tcp_try_undo_loss` holds a flow without SACK in Loss when the undo comes with snd_una
+/// exactly at high_seq (`tcp_is_non_sack_preventing_reopen`, RFC 6582: wait for an ACK above
+/// high_seq), as `tcp_try_undo_recovery` does.
+#[test]
+fn undo_of_a_timeout_without_sack_waits_for_an_ack_above_high_seq() {
+    let mut s = Setup {
+        timestamps: false,
+        sack: false,
+        ..Setup::default()
+    }
+    .sender();
+    warm_up(&mut s);
+    let (rto_at, out) = fire_rto(&mut s);
+    assert!(out[0].retrans && out[0].seq == 10 * MSS as u64);
+    // The original of 10 arrives: F-RTO moves high_seq to snd_nxt (30) and sends new data.
+    let out = on_ack(&mut s, rto_at + 10 * MS, ack(11, &[], 0));
+    let new: Vec<u64> = out.iter().map(|d| d.seq / MSS as u64).collect();
+    assert_eq!(new, [30, 31]);
+    // Originals 11-29 acked, up to high_seq exactly: F-RTO proves the timeout spurious.
+    on_ack(&mut s, rto_at + 20 * MS, ack(30, &[], 0));
+    assert_eq!(undo_details(&s), ["detector=frto via=loss state=Loss"]);
+    assert_eq!(
+        s.tp.ca_state,
+        CaState::Loss,
+        "held until an ACK above high_seq"
+    );
+    // Above it (new data, beyond high_seq, so no second F-RTO proof): tcp_process_loss ends
+    // the episode through tcp_try_undo_recovery, which opens.
+    on_ack(&mut s, rto_at + 30 * MS, ack(31, &[], 0));
+    assert_eq!(s.tp.ca_state, CaState::Open);
+    assert_eq!((s.stats.spurious_rto_count, s.stats.undo_count), (1, 1));
+}
+
+/// Linux `tcp_clean_rtx_queue`: without SACK, an ACK that also covers a retransmitted segment
+/// cannot show that the originals got through, so it does not set FLAG_ORIG_SACK_ACKED and
+/// F-RTO (step 3b) does not undo on it; it sends new data (step 2b) and undoes on the next ACK.
+#[test]
+fn without_sack_an_ack_covering_the_retransmission_proves_nothing() {
+    let mut s = Setup {
+        timestamps: false,
+        sack: false,
+        ..Setup::default()
+    }
+    .sender();
+    warm_up(&mut s);
+    let (rto_at, _) = fire_rto(&mut s);
+    let out = on_ack(&mut s, rto_at + 10 * MS, ack(13, &[], 0));
+    assert!(undo_details(&s).is_empty());
+    assert_eq!(s.tp.ca_state, CaState::Loss);
+    assert!(
+        !out.is_empty() && out.iter().all(|d| !d.retrans),
+        "F-RTO step 2b: new data"
+    );
+    on_ack(&mut s, rto_at + 20 * MS, ack(20, &[], 0));
+    assert_eq!(undo_details(&s), ["detector=frto via=loss state=Loss"]);
+}
+
+/// Linux 6.12+ `tcp_enter_recovery` starts with `tcp_retrans_stamp_cleanup`: a retrans_stamp
+/// left by an earlier episode whose retransmissions are all acked is cleared, so the fast
+/// retransmit starts the clock that `tcp_packet_delayed` compares the echoed TSval with.
+#[test]
+fn recovery_starts_a_fresh_retrans_stamp() {
+    let mut s = sender_with(true, u32::MAX);
+    warm_up(&mut s);
+    // As an earlier episode that ended in Disorder can leave them: a stamp from 5 ms and
+    // nothing retransmitted left in the queue.
+    s.retrans_stamp = 6;
+    s.set_ca_state(CaState::Disorder);
+    on_ack(&mut s, 20 * MS, ack(10, &[(11, 15)], 11));
+    assert_eq!(s.tp.ca_state, CaState::Recovery);
+    assert_eq!(s.retrans_stamp, 21, "TSval of the fast retransmit at 20 ms");
+}
+
+/// Linux `tcp_fastretrans_alert`, step A: an ECE ACK proves congestion, so the reduction may no
+/// longer be undone (`tp->prior_ssthresh = 0`); a later Eifel undo leaves ssthresh reduced.
+#[test]
+fn an_ece_ack_in_recovery_forbids_restoring_the_window() {
+    let mut s = Setup {
+        ecn: EcnMode::On,
+        ..Setup::default()
+    }
+    .sender();
+    spurious_recovery(&mut s, true);
+    assert_ne!(s.tp.prior_ssthresh, 0);
+    let ssthresh = s.tp.snd_ssthresh;
+    let mut a = ack(14, &[(16, 30)], 11);
+    a.ece = true;
+    on_ack(&mut s, 21 * MS, a);
+    assert_eq!(s.tp.prior_ssthresh, 0);
+    on_ack(&mut s, 21 * MS, ack(30, &[], 11));
+    assert_eq!(
+        undo_details(&s),
+        ["detector=eifel via=recovery state=Recovery"]
+    );
+    assert_eq!(s.tp.snd_ssthresh, ssthresh);
 }
