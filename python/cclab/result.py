@@ -34,7 +34,8 @@ class RunResult:
 
     ``flows``: one row per sample of a flow (schema in docs/design.md); ``ssthresh_pkts`` is a
     nullable integer, <NA> while infinite. ``links``: queue samples. ``events``: rto,
-    fast_retransmit, loss, ... ``summary``: what ``summary.json`` holds.
+    fast_retransmit, undo (detail ``detector=.. via=.. state=..``), tlp, cwr, drop, ... (kinds
+    in docs/design.md). ``summary``: what ``summary.json`` holds.
     """
 
     scenario: Scenario

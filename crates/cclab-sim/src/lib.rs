@@ -62,7 +62,9 @@ pub struct FlowStats {
     pub retrans_pkts: u64,
     pub rto_count: u64,
     pub fast_retransmit_count: u64,
+    /// Timeouts F-RTO proved spurious (Linux's `TCPSpuriousRTOs`).
     pub spurious_rto_count: u64,
+    /// Window reductions undone by any detector (each an `undo` event).
     pub undo_count: u64,
     /// Tail loss probes sent.
     pub tlp_count: u64,

@@ -27,7 +27,7 @@ __all__ = ["run_sweep", "run_one", "SweepResult"]
 
 #: Per-flow summary fields copied into a run's row.
 FLOW_METRICS = ("goodput_bps", "retrans_pkts", "rto_count", "fast_retransmit_count", "spurious_rto_count",
-                "mean_cwnd_pkts", "mean_srtt_ms")
+                "undo_count", "mean_cwnd_pkts", "mean_srtt_ms")
 
 
 def _metrics(result: Any) -> dict[str, Any]:

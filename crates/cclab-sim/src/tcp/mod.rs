@@ -3,12 +3,23 @@
 
 pub mod ecn;
 pub mod minmax;
+mod rack;
 pub mod receiver;
 mod recovery;
 mod rtt;
+mod sack;
 pub mod segment;
 pub mod sender;
 pub mod skb;
 pub mod sock;
+#[cfg(test)]
+mod tests_rack;
+#[cfg(test)]
+mod tests_recovery;
+#[cfg(test)]
+mod tests_sack;
+#[cfg(test)]
+mod tests_support;
 mod tlp;
 pub mod tsq;
+mod undo;

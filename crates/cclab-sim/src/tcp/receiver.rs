@@ -10,7 +10,9 @@
 //!   D-SACK (RFC 2883) for duplicates; the first 3 dupacks per hole go out at once, later ones
 //!   are compressed (`tcp_comp_sack_nr` = 44, delay min(1 ms, rtt/20)).
 //! - An immediate ACK when a hole is filled, and for duplicate data.
-//! - Timestamps: TSecr echoes `ts_recent`, updated only by segments at or below `rcv_wup`.
+//! - Timestamps: TSecr echoes `ts_recent`, moved forward only by segments at or below
+//!   `rcv_wup`; PAWS drops a segment with an older TSval and `tcp_sequence` one wholly below
+//!   `rcv_wup`, each answered by a duplicate ACK (`tcp_validate_incoming`, `tcp_send_dupack`).
 //! - ECN (when the flow has it): CE echoed as ECE, classic or precise (`tcp/ecn.rs`).
 //!
 //! We diverge: the receive window is a fixed `rwnd_bytes` (no autotuning) and the
@@ -199,9 +201,24 @@ impl Receiver {
     pub fn on_data(&mut self, now_ns: u64, seg: &DataSeg, out: &mut Vec<AckSeg>) {
         self.now_ns = now_ns;
         let (seq, end) = (seg.seq, seg.seq + seg.len as u64);
+        // tcp_validate_incoming (net/ipv4/tcp_input.c): PAWS first (RFC 7323 sec 5,
+        // `tcp_paws_discard`: a TSval more than TCP_PAWS_WINDOW = 1 tick older than ts_recent),
+        // then `tcp_sequence` (a segment wholly below rcv_wup). Either is dropped with a
+        // duplicate ACK, before ts_recent, the RTT estimate or the data are touched.
+        if self.cfg.timestamps && self.ts_recent != 0 && ts_older(self.ts_recent, seg.tsval) > 1 {
+            self.send_dupack(seq, end, out);
+            return;
+        }
+        if end < self.rcv_wup {
+            self.send_dupack(seq, end, out);
+            return;
+        }
         if self.cfg.timestamps {
-            // tcp_replace_ts_recent: only segments at or below the last ACKed point.
-            if seq <= self.rcv_wup {
+            // tcp_replace_ts_recent: only segments at or below the last ACKed point
+            // (`!after(seq, rcv_wup)`), and only forward (`tcp_paws_check(&tp->rx_opt, 0)`).
+            if seq <= self.rcv_wup
+                && (self.ts_recent == 0 || ts_older(self.ts_recent, seg.tsval) <= 0)
+            {
                 self.ts_recent = seg.tsval;
             }
             // tcp_rcv_rtt_measure_ts (EWMA of timestamp echoes; ms resolution).
@@ -216,9 +233,10 @@ impl Receiver {
         }
         self.ecn_accept_cwr(seg);
         if end <= self.rcv_nxt {
-            // A retransmit of data we have: D-SACK it and ACK at once.
+            // A retransmit, 2nd most common case. Force an immediate ack (tcp_data_queue:
+            // D-SACK it, tcp_enter_quickack_mode, inet_csk_schedule_ack).
             self.dsack_set(seq, end);
-            self.incr_quickack(MAX_QUICKACKS);
+            self.enter_quickack_mode(MAX_QUICKACKS);
             self.ack_sched = true;
         } else if seq <= self.rcv_nxt {
             if seq < self.rcv_nxt {
@@ -259,6 +277,16 @@ impl Receiver {
                 self.completion_ns.get_or_insert(self.now_ns);
             }
         }
+    }
+
+    /// `tcp_send_dupack`: the answer to a segment `tcp_validate_incoming` dropped: quick ACKs
+    /// and a D-SACK when it carried data we already have, then an ACK at once.
+    fn send_dupack(&mut self, seq: u64, end: u64, out: &mut Vec<AckSeg>) {
+        if end != seq && seq < self.rcv_nxt {
+            self.enter_quickack_mode(MAX_QUICKACKS);
+            self.dsack_set(seq, end.min(self.rcv_nxt));
+        }
+        self.send_ack(out);
     }
 
     /// `tcp_dsack_set`.
@@ -402,11 +430,16 @@ impl Receiver {
 
     /// `__tcp_send_ack(sk, rcv_nxt)` for an older `ack`, as DCTCP's precise echo sends: an ACK
     /// that leaves the delayed-ACK and quick-ACK state alone (`tcp_event_ack_sent` returns early
-    /// when `rcv_nxt != tp->rcv_nxt`).
+    /// when `rcv_nxt != tp->rcv_nxt`), but like every ACK ends SACK compression (the start of
+    /// `tcp_event_ack_sent`) and moves rcv_wup to rcv_nxt (`tcp_select_window`, from
+    /// `__tcp_transmit_skb`).
     pub(crate) fn send_special_ack(&mut self, ack: u64, out: &mut Vec<AckSeg>) {
         let a = self.build_ack(ack);
         out.push(a);
         self.acks_sent += 1;
+        self.comp_deadline = None;
+        self.compressed_ack = 0;
+        self.rcv_wup = self.rcv_nxt;
     }
 
     /// `tcp_send_ack` + `tcp_event_ack_sent`.
@@ -469,6 +502,12 @@ impl Receiver {
         }
         a
     }
+}
+
+/// How many ticks `tsval` is older than `ts_recent`, `(s32)(ts_recent - tsval)` as in
+/// `tcp_paws_check` (include/net/tcp.h); negative when it is newer.
+pub(crate) fn ts_older(ts_recent: u32, tsval: u32) -> i32 {
+    ts_recent.wrapping_sub(tsval) as i32
 }
 
 #[cfg(test)]
@@ -567,5 +606,93 @@ mod tests {
             "D-SACK first"
         );
         assert_eq!(r.delivered_bytes, 4000);
+    }
+
+    fn seg_ts(i: u64, tsval: u32) -> DataSeg {
+        DataSeg { tsval, ..seg(i) }
+    }
+
+    /// Linux 6.18 `tcp_validate_incoming` drops a segment whose TSval is more than one tick older
+    /// than ts_recent (PAWS, `tcp_paws_discard`) and one wholly below rcv_wup (`tcp_sequence`),
+    /// answering each with a duplicate ACK carrying a D-SACK (`tcp_send_dupack`); a segment it
+    /// accepts moves ts_recent only forward (`tcp_replace_ts_recent`).
+    #[test]
+    fn old_duplicates_do_not_move_ts_recent() {
+        let mut r = rcv(true);
+        let mut out = Vec::new();
+        r.on_data(0, &seg_ts(0, 10), &mut out);
+        r.on_data(0, &seg_ts(1, 12), &mut out);
+        assert_eq!(out.last().unwrap().tsecr, 12);
+        let dsack0 = SeqRange {
+            start: 0,
+            end: 1000,
+        };
+        // A delayed original of segment 0 (TSval 5): PAWS drops it.
+        out.clear();
+        r.on_data(1_000_000, &seg_ts(0, 5), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].ack, out[0].tsecr), (2000, 12));
+        assert_eq!(out[0].sacks()[0], dsack0);
+        // Segment 1 again, TSval 11: within PAWS's one-tick window and not below rcv_wup, so
+        // accepted (a D-SACKed duplicate), but ts_recent does not go back.
+        out.clear();
+        r.on_data(1_000_000, &seg_ts(1, 11), &mut out);
+        assert_eq!((out.len(), out[0].tsecr), (1, 12));
+        // Segment 0 again with a newer TSval (a retransmission): wholly below rcv_wup, dropped.
+        out.clear();
+        r.on_data(1_000_000, &seg_ts(0, 13), &mut out);
+        assert_eq!((out.len(), out[0].tsecr), (1, 12));
+        assert_eq!(out[0].sacks()[0], dsack0);
+        // The next segment at rcv_wup moves ts_recent on.
+        out.clear();
+        r.on_data(1_000_000, &seg_ts(2, 14), &mut out);
+        assert_eq!(out.last().unwrap().tsecr, 14);
+        assert_eq!(r.delivered_bytes, 3000);
+    }
+
+    /// Linux `tcp_data_queue`: a duplicate segment (a retransmit of data we have) enters
+    /// quick-ACK mode with `tcp_enter_quickack_mode`, which also sets ato back to `TCP_ATO_MIN`
+    /// (not `tcp_incr_quickack` alone).
+    #[test]
+    fn duplicate_data_resets_ato() {
+        let mut r = rcv(true);
+        let mut out = Vec::new();
+        // Segments 30 ms apart: below ato, so ato grows (tcp_event_data_recv); every second
+        // one is acked at once, the others wait.
+        for i in 0..20u64 {
+            r.on_data(i * 30_000_000, &seg(i), &mut out);
+        }
+        assert!(r.ato > r.ato_min(), "ato {}", r.ato);
+        assert_eq!(
+            (r.rcv_wup, r.rcv_nxt),
+            (19_000, 20_000),
+            "segment 19 not acked yet"
+        );
+        // Segment 19 again: not below rcv_wup, so not tcp_sequence's drop, a duplicate.
+        out.clear();
+        r.on_data(580_000_000, &seg(19), &mut out);
+        assert_eq!(out.len(), 1, "acked at once");
+        assert_eq!(r.ato, r.ato_min());
+    }
+
+    /// `tcp_select_window`, run for every segment `__tcp_transmit_skb` sends, sets rcv_wup to
+    /// rcv_nxt: the special ACK of DCTCP's precise echo (for an older rcv_nxt) too. So the next
+    /// single segment is not "more than one full frame" past it and waits for the timer.
+    #[test]
+    fn a_special_ack_moves_rcv_wup() {
+        let mut r = rcv(true);
+        let mut out = Vec::new();
+        for i in 0..5 {
+            r.on_data(0, &seg(i), &mut out);
+        }
+        out.clear();
+        r.on_data(1_000_000, &seg(5), &mut out);
+        assert!(out.is_empty(), "a lone segment waits");
+        r.send_special_ack(5000, &mut out);
+        assert_eq!((out.len(), out[0].ack), (1, 5000));
+        assert_eq!(r.rcv_wup, r.rcv_nxt);
+        out.clear();
+        r.on_data(2_000_000, &seg(6), &mut out);
+        assert!(out.is_empty(), "one frame past rcv_wup: still delayed");
     }
 }

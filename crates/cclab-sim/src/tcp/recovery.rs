@@ -1,292 +1,15 @@
-//! Loss detection and recovery, as Linux 6.18 `net/ipv4/tcp_input.c` (`tcp_sacktag_*`,
-//! `tcp_fastretrans_alert`, `tcp_enter_recovery`, `tcp_cwnd_reduction` (PRR, RFC 6937),
-//! undo: `tcp_try_undo_*`, `tcp_enter_loss`, `tcp_process_loss` (F-RTO, RFC 5682)) and
-//! `net/ipv4/tcp_recovery.c` (RACK, RFC 8985, loss detection). Tail loss probes (RFC 8985
-//! section 7, `tcp_schedule_loss_probe` and `tcp_send_loss_probe`) are in `tlp.rs`.
-//!
-//! With SACK, losses are detected by RACK (Linux's default, `tcp_recovery = 1`): a segment is
-//! lost when one sent after it was delivered more than `rack.rtt + reo_wnd` after it was sent;
-//! before reordering is seen reo_wnd is 0 once 3 segments are SACKed (the dupthresh rule) or in
-//! recovery, else min_rtt/4. Without SACK it is NewReno (`tcp_newreno_mark_lost`), with dupacks
-//! counted as `sacked_out` (`tcp_add_reno_sack`).
+//! Loss recovery, as Linux 6.18 `net/ipv4/tcp_input.c`: the state machine run on dubious ACKs
+//! (`tcp_fastretrans_alert`), fast recovery (`tcp_enter_recovery`, Proportional Rate Reduction:
+//! `tcp_cwnd_reduction`, RFC 6937) and the timeout's Loss state (`tcp_enter_loss`,
+//! `tcp_process_loss` with F-RTO, RFC 5682, Linux's SACK-enhanced variant). Losses are found by
+//! RACK (`rack.rs`) or, without SACK, NewReno; the SACK scoreboard is `sack.rs`, undo is
+//! `undo.rs`, tail loss probes are `tlp.rs`.
 
-use super::sender::{flag, tcp_skb_sent_after, Rexmit, SackState, Sender, SenderEvent, XmitTimer};
+use super::sender::{flag, Rexmit, Sender, SenderEvent};
 use crate::cc::{CaEvent, CaState};
-use crate::tcp::segment::{AckSeg, DataSeg};
-use crate::tcp::skb::{EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS};
 use crate::tcp::sock::TCP_INFINITE_SSTHRESH;
 
-/// `TCP_RACK_RECOVERY_THRESH`.
-const RACK_RECOVERY_THRESH: u32 = 16;
-/// `sysctl_tcp_max_reordering`.
-const MAX_REORDERING: u32 = 300;
-/// `TCP_TIMEOUT_MIN` in jiffies.
-const TIMEOUT_MIN_JIFFIES: u64 = 2;
-
 impl Sender {
-    /// `tcp_sacktag_write_queue`: apply the ACK's SACK blocks to the scoreboard.
-    pub(crate) fn sacktag(
-        &mut self,
-        a: &AckSeg,
-        prior_snd_una: u64,
-        flags: &mut u32,
-        ss: &mut SackState,
-    ) -> u32 {
-        let blocks = a.sacks();
-        let mut f = 0u32;
-        let mss = self.cfg.mss_bytes as u64;
-        // tcp_check_dsack
-        let b0 = blocks[0];
-        let dup = b0.start < a.ack
-            || (blocks.len() > 1 && b0.start >= blocks[1].start && b0.end <= blocks[1].end);
-        if dup {
-            f |= flag::DSACKING_ACK;
-            if self.tlp_retrans && self.tlp_high_seq == Some(b0.end) {
-                f |= flag::DSACK_TLP;
-            }
-            self.rack.dsack_seen = true;
-            let dup_segs = (b0.end - b0.start).div_ceil(mss) as i32;
-            if let Some(um) = self.undo_marker {
-                if self.undo_retrans > 0 && b0.end <= prior_snd_una && b0.end > um {
-                    self.undo_retrans = (self.undo_retrans - dup_segs).max(0);
-                }
-            }
-        }
-        let prior_fack = self.highest_sack_end.max(prior_snd_una);
-        for (bi, b) in blocks.iter().enumerate() {
-            let is_dup = dup && bi == 0;
-            // tcp_is_sackblock_valid (simplified): within [snd_una, snd_nxt]
-            if b.end <= self.tp.snd_una || b.end > self.tp.snd_nxt || b.start >= b.end {
-                continue;
-            }
-            let start = b.start.max(self.tp.snd_una);
-            let Some(mut i) = self.rtx.index_of(start) else {
-                continue;
-            };
-            while i < self.rtx.len() {
-                let skb = *self.rtx.get(i);
-                if skb.seq >= b.end {
-                    break;
-                }
-                if skb.seq >= b.start && skb.end_seq <= b.end {
-                    self.sacktag_one(i, is_dup, &mut f, ss);
-                }
-                i += 1;
-            }
-        }
-        // tcp_check_sack_reordering
-        if let Some(low) = ss.reord {
-            if low < prior_fack {
-                let metric = ((prior_fack - low) / mss) as u32 + 1;
-                if metric > self.reordering {
-                    self.reordering = metric.min(MAX_REORDERING);
-                }
-                self.reord_seen += 1;
-            }
-        }
-        *flags |= f;
-        f
-    }
-
-    /// `tcp_sacktag_one`.
-    fn sacktag_one(&mut self, idx: usize, dup: bool, f: &mut u32, ss: &mut SackState) {
-        let skb = *self.rtx.get(idx);
-        let mut sacked = skb.sacked;
-        if dup && sacked & EVER_RETRANS != 0 {
-            if let Some(um) = self.undo_marker {
-                if self.undo_retrans > 0 && skb.end_seq > um {
-                    self.undo_retrans -= 1;
-                }
-            }
-        }
-        if skb.end_seq <= self.tp.snd_una {
-            return;
-        }
-        if sacked & SACKED_ACKED == 0 {
-            self.rack_advance(sacked, skb.end_seq, skb.xmit_us);
-            if sacked & SACKED_RETRANS != 0 {
-                if sacked & LOST != 0 {
-                    sacked &= !(LOST | SACKED_RETRANS);
-                    self.tp.lost_out -= 1;
-                    self.tp.retrans_out -= 1;
-                }
-            } else {
-                if sacked & EVER_RETRANS == 0 {
-                    if skb.seq < self.highest_sack_end && ss.reord.is_none_or(|r| skb.seq < r) {
-                        ss.reord = Some(skb.seq);
-                    }
-                    if skb.end_seq <= self.tp.high_seq {
-                        *f |= flag::ORIG_SACK_ACKED;
-                    }
-                    if ss.first_sackt == 0 {
-                        ss.first_sackt = skb.xmit_us;
-                    }
-                    ss.last_sackt = skb.xmit_us;
-                }
-                if sacked & LOST != 0 {
-                    sacked &= !LOST;
-                    self.tp.lost_out -= 1;
-                }
-            }
-            sacked |= SACKED_ACKED;
-            *f |= flag::DATA_SACKED;
-            self.tp.sacked_out += 1;
-            self.tp.delivered += 1;
-            self.highest_sack_end = self.highest_sack_end.max(skb.end_seq);
-        }
-        if dup && sacked & SACKED_RETRANS != 0 {
-            sacked &= !SACKED_RETRANS;
-            self.tp.retrans_out -= 1;
-        }
-        self.rtx.get_mut(idx).sacked = sacked;
-        // tcp_sacktag_walk: tcp_rate_skb_delivered after tagging.
-        self.rate_skb_delivered(idx, &mut ss.rate);
-    }
-
-    /// `tcp_rack_advance`: remember the most recently sent delivered segment.
-    pub(crate) fn rack_advance(&mut self, sacked: u8, end_seq: u64, xmit_us: u64) {
-        if self.rack.mstamp_us != 0
-            && !tcp_skb_sent_after(xmit_us, self.rack.mstamp_us, end_seq, self.rack.end_seq)
-        {
-            return;
-        }
-        let rtt_us = self.tp.tcp_mstamp_us.saturating_sub(xmit_us) as u32;
-        if sacked & EVER_RETRANS != 0 && rtt_us < self.tp.min_rtt_us {
-            // Ambiguous: the original may have been delivered (RFC 8985 step 2).
-            return;
-        }
-        self.rack.rtt_us = rtt_us;
-        self.rack.mstamp_us = xmit_us;
-        self.rack.end_seq = end_seq;
-        self.rack.advanced = true;
-    }
-
-    /// `tcp_rack_reo_wnd`.
-    fn rack_reo_wnd(&self) -> u32 {
-        if self.reord_seen == 0 {
-            if self.tp.ca_state >= CaState::Recovery {
-                return 0;
-            }
-            if self.tp.sacked_out >= self.reordering {
-                return 0;
-            }
-        }
-        if self.tp.min_rtt_us == u32::MAX {
-            return 0;
-        }
-        ((self.tp.min_rtt_us >> 2) * self.rack.reo_wnd_steps).min(self.tp.srtt_us >> 3)
-    }
-
-    /// `tcp_rack_detect_loss`: mark lost what RACK proves lost; returns the longest wait (us)
-    /// before a not-yet-expired segment would be (0 = none).
-    fn rack_detect_loss(&mut self) -> u64 {
-        let reo_wnd = self.rack_reo_wnd() as i64;
-        let now = self.tp.tcp_mstamp_us as i64;
-        let mut reo_timeout = 0u64;
-        for i in 0..self.rtx.len() {
-            let skb = *self.rtx.get(i);
-            if skb.sacked & SACKED_ACKED != 0 {
-                continue;
-            }
-            // Skip ones marked lost but not yet retransmitted.
-            if skb.sacked & LOST != 0 && skb.sacked & SACKED_RETRANS == 0 {
-                continue;
-            }
-            if !tcp_skb_sent_after(
-                self.rack.mstamp_us,
-                skb.xmit_us,
-                self.rack.end_seq,
-                skb.end_seq,
-            ) {
-                continue;
-            }
-            let remaining = self.rack.rtt_us as i64 + reo_wnd - (now - skb.xmit_us as i64);
-            if remaining <= 0 {
-                self.mark_skb_lost(i);
-            } else {
-                reo_timeout = reo_timeout.max(remaining as u64);
-            }
-        }
-        reo_timeout
-    }
-
-    /// `tcp_rack_mark_lost`: returns whether the reordering timer was armed.
-    fn rack_mark_lost(&mut self) -> bool {
-        if !self.rack.advanced {
-            return false;
-        }
-        self.rack.advanced = false;
-        let timeout = self.rack_detect_loss();
-        if timeout > 0 {
-            let j = self.us_to_jiffies(timeout) + TIMEOUT_MIN_JIFFIES;
-            let us = self.jiffies_to_us(j);
-            self.reset_xmit_timer(XmitTimer::ReoTimeout, us);
-            return true;
-        }
-        false
-    }
-
-    /// `tcp_rack_reo_timeout`.
-    pub(crate) fn rack_reo_timeout(&mut self, out: &mut Vec<DataSeg>) {
-        let prior_inflight = self.tp.packets_in_flight();
-        self.rack_detect_loss();
-        if prior_inflight != self.tp.packets_in_flight() {
-            if self.tp.ca_state != CaState::Recovery {
-                self.enter_recovery(false);
-                if !self.cc.has_cong_control() {
-                    self.cwnd_reduction(1, 0, 0);
-                }
-            }
-            self.xmit_retransmit_queue(out);
-        }
-        if !matches!(self.xmit_timer, Some((XmitTimer::Retrans, _))) {
-            self.rearm_rto();
-        }
-    }
-
-    /// `tcp_rack_update_reo_wnd`.
-    pub(crate) fn rack_update_reo_wnd(&mut self, prior_delivered: u32) {
-        if prior_delivered == 0 {
-            return;
-        }
-        if prior_delivered < self.rack.last_delivered {
-            self.rack.dsack_seen = false;
-        }
-        if self.rack.dsack_seen {
-            self.rack.reo_wnd_steps = (self.rack.reo_wnd_steps + 1).min(0xff);
-            self.rack.dsack_seen = false;
-            self.rack.last_delivered = self.tp.delivered;
-            self.rack.reo_wnd_persist = RACK_RECOVERY_THRESH;
-        } else if self.rack.reo_wnd_persist == 0 {
-            self.rack.reo_wnd_steps = 1;
-        }
-    }
-
-    /// `tcp_mark_skb_lost`.
-    pub(crate) fn mark_skb_lost(&mut self, idx: usize) {
-        let sacked = self.rtx.get(idx).sacked;
-        if sacked & SACKED_ACKED != 0 {
-            return;
-        }
-        if sacked & LOST != 0 {
-            if sacked & SACKED_RETRANS != 0 {
-                // Account for retransmits that are lost again.
-                self.rtx.get_mut(idx).sacked &= !SACKED_RETRANS;
-                self.tp.retrans_out -= 1;
-                self.tp.lost += 1;
-                // google/bbr v2alpha/v3 tcp_notify_skb_loss_event: the skb_marked_lost hook.
-                let skb = *self.rtx.get(idx);
-                self.cc.skb_marked_lost(&mut self.tp, &skb);
-            }
-        } else {
-            self.tp.lost_out += 1;
-            self.rtx.get_mut(idx).sacked |= LOST;
-            self.tp.lost += 1;
-            let skb = *self.rtx.get(idx);
-            self.cc.skb_marked_lost(&mut self.tp, &skb);
-        }
-    }
-
     /// `tcp_fastretrans_alert`: the loss-recovery state machine, run on dubious ACKs.
     pub(crate) fn fastretrans_alert(
         &mut self,
@@ -299,6 +22,11 @@ impl Sender {
         if self.tp.packets_out == 0 && self.tp.sacked_out > 0 {
             self.tp.sacked_out = 0;
         }
+        // A. ECE, hence prohibit cwnd undoing, the reduction is required.
+        if f & flag::ECE != 0 {
+            self.tp.prior_ssthresh = 0;
+        }
+        // (B, SACK reneging: not modelled, our receivers never renege.)
         // D. Check state exit conditions. State can be terminated when high_seq is ACKed.
         if self.tp.ca_state == CaState::Open {
             self.retrans_stamp = 0;
@@ -406,57 +134,6 @@ impl Sender {
         self.tp.lost_out > 0
     }
 
-    /// `tcp_newreno_mark_lost`.
-    fn newreno_mark_lost(&mut self, snd_una_advanced: bool) {
-        let state = self.tp.ca_state;
-        if (state < CaState::Recovery && self.tp.sacked_out >= self.reordering)
-            || (state == CaState::Recovery && snd_una_advanced)
-        {
-            if self.rtx.get(0).sacked & LOST != 0 {
-                return;
-            }
-            self.mark_skb_lost(0);
-        }
-    }
-
-    /// `tcp_add_reno_sack`: count dupacks as SACKed segments.
-    fn add_reno_sack(&mut self, num_dupack: u32) {
-        if num_dupack == 0 {
-            return;
-        }
-        let prior = self.tp.sacked_out;
-        self.tp.sacked_out += num_dupack;
-        self.check_reno_reordering(0);
-        let delivered = self.tp.sacked_out as i64 - prior as i64;
-        if delivered > 0 {
-            self.tp.delivered += delivered as u32;
-        }
-    }
-
-    /// `tcp_remove_reno_sacks`: an ACK that advanced snd_una ate `acked` dupacks.
-    pub(crate) fn remove_reno_sacks(&mut self, acked: u32) {
-        if acked > 0 {
-            let d = (acked as i64 - self.tp.sacked_out as i64).max(1);
-            self.tp.delivered += d as u32;
-            if acked > self.tp.sacked_out {
-                self.tp.sacked_out = 0;
-            } else {
-                self.tp.sacked_out -= acked - 1;
-            }
-        }
-        self.check_reno_reordering(acked);
-    }
-
-    /// `tcp_check_reno_reordering` + `tcp_limit_reno_sacked`.
-    fn check_reno_reordering(&mut self, addend: u32) {
-        let holes = self.tp.lost_out.max(1).min(self.tp.packets_out);
-        if self.tp.sacked_out + holes > self.tp.packets_out {
-            self.tp.sacked_out = self.tp.packets_out - holes;
-            self.reordering = (self.tp.packets_out + addend).min(MAX_REORDERING);
-            self.reord_seen += 1;
-        }
-    }
-
     /// `tcp_init_undo`.
     fn init_undo(&mut self) {
         self.undo_marker = Some(self.tp.snd_una);
@@ -472,6 +149,12 @@ impl Sender {
 
     /// `tcp_enter_recovery`.
     pub(crate) fn enter_recovery(&mut self, ece_ack: bool) {
+        // Start the clock with our fast retransmit, for undo and ETIMEDOUT
+        // (`tcp_retrans_stamp_cleanup`, 6.12+): a retrans_stamp left from an earlier episode
+        // whose retransmissions are all gone would make `tcp_packet_delayed` compare against it.
+        if !self.any_retrans_done() {
+            self.retrans_stamp = 0;
+        }
         self.stats.fast_retransmit_count += 1;
         let detail = format!(
             "cwnd={} lost_out={} sacked_out={}",
@@ -566,104 +249,6 @@ impl Sender {
         }
     }
 
-    /// `tcp_packet_delayed`: the ACK echoes a timestamp from before our first retransmission,
-    /// so the original got through (Eifel detection, RFC 3522, as Linux does it).
-    fn packet_delayed(&self) -> bool {
-        if self.retrans_stamp != 0 {
-            return self
-                .rcv_tsecr
-                .is_some_and(|ecr| (ecr.wrapping_sub(self.retrans_stamp) as i32) < 0);
-        }
-        // retrans_stamp is set on the first retransmission of an episode, so 0 normally means
-        // nothing was retransmitted yet and the segment was merely delayed. Exception (1) of
-        // the kernel: a non-SACK flow clears retrans_stamp when snd_una reaches high_seq
-        // (tcp_try_undo_recovery's hold), which proves nothing.
-        if !self.is_sack() && self.tp.snd_una >= self.tp.high_seq {
-            return false;
-        }
-        true
-    }
-
-    /// `tcp_may_undo`.
-    fn may_undo(&self) -> bool {
-        self.undo_marker.is_some() && (self.undo_retrans == 0 || self.packet_delayed())
-    }
-
-    /// `tcp_undo_cwnd_reduction`.
-    fn undo_cwnd_reduction(&mut self, unmark_loss: bool) {
-        if unmark_loss {
-            for skb in self.rtx.iter_mut() {
-                skb.sacked &= !LOST;
-            }
-            self.tp.lost_out = 0;
-        }
-        if self.tp.prior_ssthresh != 0 {
-            let cwnd = self.cc.undo_cwnd(&mut self.tp);
-            self.tp.set_cwnd(cwnd);
-            if self.tp.prior_ssthresh > self.tp.snd_ssthresh {
-                self.tp.snd_ssthresh = self.tp.prior_ssthresh;
-                self.ecn_withdraw_cwr();
-            }
-        }
-        self.tp.snd_cwnd_stamp = self.tp.jiffies();
-        self.undo_marker = None;
-        self.rack.advanced = true;
-        self.stats.undo_count += 1;
-    }
-
-    /// `tcp_try_undo_recovery`.
-    fn try_undo_recovery(&mut self) -> bool {
-        if self.may_undo() {
-            if self.tp.ca_state == CaState::Loss {
-                self.stats.spurious_rto_count += 1;
-                self.event(SenderEvent::SpuriousRto, String::new());
-            }
-            self.event(
-                SenderEvent::EifelUndo,
-                format!("state={:?}", self.tp.ca_state),
-            );
-            self.undo_cwnd_reduction(false);
-        } else if self.rack.reo_wnd_persist > 0 {
-            self.rack.reo_wnd_persist -= 1;
-        }
-        if self.tp.snd_una == self.tp.high_seq && !self.is_sack() {
-            // Hold old state until something *above* high_seq is ACKed (RFC 6582).
-            if !self.any_retrans_done() {
-                self.retrans_stamp = 0;
-            }
-            return true;
-        }
-        self.set_ca_state(CaState::Open);
-        false
-    }
-
-    /// `tcp_try_undo_dsack`: every retransmission was D-SACKed, so none was needed.
-    fn try_undo_dsack(&mut self) -> bool {
-        if self.undo_marker.is_some() && self.undo_retrans == 0 {
-            self.rack.reo_wnd_persist = (self.rack.reo_wnd_persist + 1).min(RACK_RECOVERY_THRESH);
-            self.event(SenderEvent::DsackUndo, String::new());
-            self.undo_cwnd_reduction(false);
-            return true;
-        }
-        false
-    }
-
-    /// `tcp_try_undo_partial`.
-    fn try_undo_partial(&mut self, _prior_snd_una: u64) -> bool {
-        if self.undo_marker.is_some() && self.packet_delayed() {
-            if self.tp.retrans_out > 0 {
-                return true;
-            }
-            if !self.any_retrans_done() {
-                self.retrans_stamp = 0;
-            }
-            self.event(SenderEvent::EifelUndo, "partial".into());
-            self.undo_cwnd_reduction(true);
-            self.try_keep_open();
-        }
-        false
-    }
-
     /// `tcp_enter_loss`: an RTO fired.
     pub(crate) fn enter_loss(&mut self) {
         let new_recovery = self.tp.ca_state < CaState::Recovery;
@@ -753,26 +338,5 @@ impl Sender {
             }
         }
         *rexmit = Rexmit::Lost;
-    }
-
-    /// `tcp_try_undo_loss`.
-    fn try_undo_loss(&mut self, frto_undo: bool) -> bool {
-        if frto_undo || self.may_undo() {
-            self.stats.spurious_rto_count += 1;
-            let kind = if frto_undo {
-                SenderEvent::FrtoUndo
-            } else {
-                SenderEvent::EifelUndo
-            };
-            self.event(kind, String::new());
-            self.event(SenderEvent::SpuriousRto, String::new());
-            self.undo_cwnd_reduction(true);
-            self.icsk_retransmits = 0;
-            if frto_undo || self.is_sack() {
-                self.set_ca_state(CaState::Open);
-            }
-            return true;
-        }
-        false
     }
 }

@@ -1,7 +1,8 @@
 //! The TCP sender: Linux 6.18's send path and ACK processing (`net/ipv4/tcp_output.c`
 //! `tcp_write_xmit`, `tcp_cwnd_validate`; `net/ipv4/tcp_input.c` `tcp_ack`,
 //! `tcp_clean_rtx_queue`, `tcp_sacktag_write_queue`, `tcp_cong_control`; `net/ipv4/tcp_timer.c`
-//! `tcp_retransmit_timer`). Loss recovery (RACK, PRR, undo, F-RTO) is in `recovery.rs`.
+//! `tcp_retransmit_timer`). Loss recovery (PRR, F-RTO) is in `recovery.rs`, the SACK
+//! scoreboard in `sack.rs`, RACK in `rack.rs`, undo in `undo.rs`.
 //!
 //! Delivery-rate sampling follows `net/ipv4/tcp_rate.c` (`tcp_rate_skb_sent`,
 //! `tcp_rate_skb_delivered`, `tcp_rate_gen`, `tcp_rate_check_app_limited`) and internal pacing
@@ -14,13 +15,15 @@
 //! ECN (RFC 3168, and google/bbr's precise `ecn_low` echo) is in `ecn.rs`.
 //!
 //! Not modelled (we diverge): TSO/GSO (one MSS per skb), Nagle and corking (the application
-//! writes everything at once), TCP Small Queues, cwnd restart after idle, AccECN, path MTU
-//! discovery, SACK reneging. The SYN handshake is not exchanged: flows start established with
-//! the initial window, after one RTT sample of the idle path (see `Sender::on_start`).
+//! writes everything at once), cwnd restart after idle, AccECN, path MTU discovery, SACK
+//! reneging. (TCP Small Queues and the device below are in `tsq.rs`.) The SYN handshake is not
+//! exchanged: flows start established with the initial window, after one RTT sample of the
+//! idle path (see `Sender::on_start`).
 //! `FLAG_ACK_MAYBE_DELAYED` (a lone runt packet's delayed ACK) is never set.
 
 use crate::cc::{ack_flags, AckSample, CaEvent, CaState, CongestionControl, RateSample};
 use crate::tcp::minmax::MinMax;
+use crate::tcp::receiver::ts_older;
 use crate::tcp::segment::{AckSeg, DataSeg};
 use crate::tcp::skb::{RtxQueue, Skb, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS};
 use crate::tcp::sock::TcpSock;
@@ -76,11 +79,10 @@ pub enum XmitTimer {
 pub enum SenderEvent {
     Rto,
     FastRetransmit,
-    SpuriousRto,
-    FrtoUndo,
-    EifelUndo,
-    DsackUndo,
     RecoveryEnd,
+    /// A window reduction was undone; the detail names the detector and the kernel function
+    /// (`detector=frto|eifel|dsack|no_retrans via=loss|recovery|dsack|partial state=...`).
+    Undo,
     LossProbe,
     /// An ECE ACK started a window reduction (`tcp_enter_cwr`).
     Cwr,
@@ -94,11 +96,8 @@ impl SenderEvent {
         match self {
             SenderEvent::Rto => "rto",
             SenderEvent::FastRetransmit => "fast_retransmit",
-            SenderEvent::SpuriousRto => "spurious_rto",
-            SenderEvent::FrtoUndo => "frto_undo",
-            SenderEvent::EifelUndo => "eifel_undo",
-            SenderEvent::DsackUndo => "dsack_undo",
             SenderEvent::RecoveryEnd => "recovery_end",
+            SenderEvent::Undo => "undo",
             SenderEvent::LossProbe => "tlp",
             SenderEvent::Cwr => "cwr",
             SenderEvent::LocalDrop => "local_drop",
@@ -139,7 +138,11 @@ pub struct SenderStats {
     pub retrans_pkts: u64,
     pub rto_count: u64,
     pub fast_retransmit_count: u64,
+    /// Timeouts F-RTO proved spurious (Linux's `TCPSpuriousRTOs`: `tcp_try_undo_loss` with
+    /// `frto_undo`); a timeout undone by timestamps or D-SACKs is not counted here.
     pub spurious_rto_count: u64,
+    /// Window reductions undone, by any detector (TCPLossUndo + TCPFullUndo + TCPDSACKUndo +
+    /// TCPPartialUndo); each is an `undo` event naming its detector.
     pub undo_count: u64,
     pub tlp_count: u64,
     /// Window reductions by `tcp_enter_cwr` from Open/Disorder (an ECE ACK or a local drop).
@@ -161,7 +164,7 @@ pub struct Rack {
     pub reo_wnd_steps: u32,
     /// Recoveries left before reo_wnd_steps resets.
     pub reo_wnd_persist: u32,
-    /// A DSACK was seen since the last reo_wnd update.
+    /// A D-SACK that may come from reordering was seen since the last reo_wnd update.
     pub dsack_seen: bool,
     /// `tp->delivered` at the last reo_wnd change.
     pub last_delivered: u32,
@@ -196,6 +199,8 @@ pub struct Sender {
     pub(crate) tlp_retrans: bool,
     pub(crate) reordering: u32,
     pub(crate) reord_seen: u32,
+    /// Segments reported duplicated by D-SACKs so far (`dsack_dups`).
+    pub(crate) dsack_dups: u32,
     pub(crate) rack: Rack,
     pub(crate) cwnd_usage_seq: u64,
     pub(crate) highest_sack_end: u64,
@@ -252,6 +257,7 @@ impl Sender {
             tlp_retrans: false,
             reordering: 3,
             reord_seen: 0,
+            dsack_dups: 0,
             rack: Rack {
                 reo_wnd_steps: 1,
                 ..Rack::default()
@@ -723,22 +729,30 @@ impl Sender {
     fn tcp_ack(&mut self, a: &AckSeg, out: &mut Vec<DataSeg>) {
         let prior_snd_una = self.tp.snd_una;
         let ack = a.ack;
+        // The options were parsed before tcp_ack (tcp_fast_parse_options).
+        self.rcv_tsecr = (self.cfg.timestamps && a.tsecr != 0).then_some(a.tsecr);
+        self.tp.rx_saw_tstamp = self.cfg.timestamps;
+        self.tp.rx_rcv_tsval = a.tsval;
+        self.tp.rx_rcv_tsecr = a.tsecr;
         if ack < prior_snd_una {
-            // Old ACK: may carry a D-SACK (tcp_ack's old_ack path); ignore otherwise.
+            // tcp_ack's old_ack: if data was SACKed, tag it and see if we should send more
+            // data; if data was D-SACKed, see if we can undo a cwnd reduction. (6.18 does not
+            // add this ACK's sack_delivered to tp->delivered on this path.)
             if self.is_sack() && a.n_sack > 0 {
-                let mut f = 0;
-                self.sacktag(a, prior_snd_una, &mut f, &mut SackState::default());
+                let mut flag = flag::SLOWPATH;
+                let mut rexmit = Rexmit::None;
+                self.sacktag(a, prior_snd_una, &mut flag, &mut SackState::default());
+                self.fastretrans_alert(prior_snd_una, 0, &mut flag, &mut rexmit);
+                self.xmit_recovery(rexmit, out);
             }
             return;
         }
         if ack > self.tp.snd_nxt {
             return; // acks something we never sent
         }
-        self.rcv_tsecr = (self.cfg.timestamps && a.tsecr != 0).then_some(a.tsecr);
-        self.tp.rx_saw_tstamp = self.cfg.timestamps;
-        self.tp.rx_rcv_tsval = a.tsval;
-        self.tp.rx_rcv_tsecr = a.tsecr;
-        if self.cfg.timestamps {
+        // tcp_replace_ts_recent (tcp_ack, after the old-ACK check): a pure ACK's seq is always
+        // at rcv_wup, so only PAWS's "forward only" (`tcp_paws_check(&tp->rx_opt, 0)`) applies.
+        if self.cfg.timestamps && (self.ts_recent == 0 || ts_older(self.ts_recent, a.tsval) <= 0) {
             self.ts_recent = a.tsval;
         }
         let mut flag = 0u32;
@@ -746,6 +760,12 @@ impl Sender {
         let prior_delivered = self.tp.delivered;
         let prior_lost = self.tp.lost;
         let prior_packets = self.tp.packets_out;
+        // tcp_ack: prior_fack, before snd_una moves and this ACK's SACKs are tagged.
+        let prior_fack = if self.is_sack() {
+            self.highest_sack_seq()
+        } else {
+            prior_snd_una
+        };
         let mut rexmit = Rexmit::None;
 
         if ack > prior_snd_una {
@@ -768,6 +788,9 @@ impl Sender {
         let mut ss = SackState::default();
         if self.is_sack() && a.n_sack > 0 {
             self.sacktag(a, prior_snd_una, &mut flag, &mut ss);
+            // tcp_count_delivered(tp, sack_state.sack_delivered, ..): SACKed and D-SACKed
+            // segments.
+            self.tp.delivered = self.tp.delivered.wrapping_add(ss.sack_delivered);
         }
         let mut ack_ev = if fast_path {
             ack_flags::CA_ACK_WIN_UPDATE
@@ -783,32 +806,43 @@ impl Sender {
             ack_ev |= ack_flags::CA_ACK_ECE;
         }
 
-        let mut ca_rtt_us = -1;
-        if prior_packets > 0 {
-            ca_rtt_us = self.clean_rtx_queue(prior_snd_una, &mut flag, &mut ss);
-            self.rack_update_reo_wnd(prior_delivered);
-            // tcp_in_ack_event, after the rtx queue is cleaned (6.14+: "tcp: reorganize
-            // tcp_in_ack_event() and tcp_count_delivered()"), so pkts_acked comes first.
+        if prior_packets == 0 {
+            // tcp_ack's no_queue: nothing was outstanding. If data was D-SACKed, see if we can
+            // undo a cwnd reduction; no rate sample, no congestion control.
             self.cc.in_ack_event(&mut self.tp, ack_ev);
-            // google/bbr v3 tcp_ack: does this ACK cover a TLP retransmission?
-            ss.rate.is_acking_tlp_retrans_seq =
-                self.tlp_retrans && self.tlp_high_seq.is_some_and(|h| ack >= h);
+            if ece {
+                // The D-SACKed segments counted in tcp_count_delivered.
+                let delivered = self.tp.delivered.wrapping_sub(prior_delivered);
+                self.tp.delivered_ce = self.tp.delivered_ce.wrapping_add(delivered);
+            }
+            if flag & flag::DSACKING_ACK != 0 {
+                self.fastretrans_alert(prior_snd_una, 0, &mut flag, &mut rexmit);
+            }
             if self.tlp_high_seq.is_some() {
                 self.process_tlp_ack(ack, flag);
             }
-            if self.ack_is_dubious(flag) {
-                let num_dupack = (flag
-                    & (flag::SND_UNA_ADVANCED | flag::NOT_DUP | flag::DSACKING_ACK)
-                    == 0) as u32;
-                self.fastretrans_alert(prior_snd_una, num_dupack, &mut flag, &mut rexmit);
-            }
-            // tcp_set_xmit_timer: a loss probe if one may be scheduled, else the RTO.
-            if flag & flag::SET_XMIT_TIMER != 0 && !self.schedule_loss_probe(true) {
-                self.rearm_rto();
-            }
-        } else {
-            // tcp_ack's no_queue label: nothing was outstanding.
-            self.cc.in_ack_event(&mut self.tp, ack_ev);
+            return;
+        }
+        let ca_rtt_us = self.clean_rtx_queue(prior_fack, &mut flag, &mut ss);
+        // tcp_rack_update_reo_wnd(sk, &rs): the sample's prior_delivered, not tp->delivered.
+        self.rack_update_reo_wnd(ss.rate.prior_delivered);
+        // tcp_in_ack_event, after the rtx queue is cleaned (6.14+: "tcp: reorganize
+        // tcp_in_ack_event() and tcp_count_delivered()"), so pkts_acked comes first.
+        self.cc.in_ack_event(&mut self.tp, ack_ev);
+        // google/bbr v3 tcp_ack: does this ACK cover a TLP retransmission?
+        ss.rate.is_acking_tlp_retrans_seq =
+            self.tlp_retrans && self.tlp_high_seq.is_some_and(|h| ack >= h);
+        if self.tlp_high_seq.is_some() {
+            self.process_tlp_ack(ack, flag);
+        }
+        if self.ack_is_dubious(flag) {
+            let num_dupack =
+                (flag & (flag::SND_UNA_ADVANCED | flag::NOT_DUP | flag::DSACKING_ACK) == 0) as u32;
+            self.fastretrans_alert(prior_snd_una, num_dupack, &mut flag, &mut rexmit);
+        }
+        // tcp_set_xmit_timer: a loss probe if one may be scheduled, else the RTO.
+        if flag & flag::SET_XMIT_TIMER != 0 && !self.schedule_loss_probe(true) {
+            self.rearm_rto();
         }
         let delivered = self.tp.delivered.wrapping_sub(prior_delivered);
         // tcp_count_delivered(.., ece_ack): every segment this ACK delivered (SACKed, acked or
@@ -955,12 +989,13 @@ impl Sender {
 
     /// `tcp_clean_rtx_queue`: drop cumulatively acked segments, take RTT samples, tell CC.
     /// Returns `ca_rtt_us` (-1 when none).
-    fn clean_rtx_queue(&mut self, prior_snd_una: u64, flag: &mut u32, ss: &mut SackState) -> i64 {
+    fn clean_rtx_queue(&mut self, prior_fack: u64, flag: &mut u32, ss: &mut SackState) -> i64 {
         let now = self.tp.tcp_mstamp_us;
         let mut first_ackt = 0u64;
         let mut last_ackt = 0u64;
         let mut pkts_acked = 0u32;
-        let prior_sacked = self.tp.sacked_out;
+        // Lowest acked segment that was neither retransmitted nor SACKed (`reord`).
+        let mut reord: Option<u64> = None;
         let sack = self.is_sack();
         while let Some(head) = self.rtx.head().copied() {
             if head.end_seq > self.tp.snd_una {
@@ -977,6 +1012,7 @@ impl Sender {
                 if first_ackt == 0 {
                     first_ackt = last_ackt;
                 }
+                reord = Some(reord.map_or(head.seq, |r| r.min(head.seq)));
                 if head.end_seq <= self.tp.high_seq {
                     *flag |= flag::ORIG_SACK_ACKED;
                 }
@@ -1013,11 +1049,26 @@ impl Sender {
         let tsecr = self.rcv_tsecr;
         let ca_rtt_us = self.ack_update_rtt(acked, seq_rtt_us, sack_rtt_us, ca_rtt_us, tsecr);
         if acked {
-            *flag |= flag::SET_XMIT_TIMER;
+            *flag |= flag::SET_XMIT_TIMER; // set TLP or RTO timer
             if !sack {
                 self.remove_reno_sacks(pkts_acked);
-            } else {
-                let _ = prior_sacked;
+                // If any of the cumulatively ACKed segments was retransmitted, non-SACK case
+                // cannot confirm that progress was due to original transmission due to lack of
+                // TCPCB_SACKED_ACKED bits even if some of the packets may have been never
+                // retransmitted.
+                if *flag & flag::RETRANS_DATA_ACKED != 0 {
+                    *flag &= !flag::ORIG_SACK_ACKED;
+                }
+            } else if let Some(low) = reord.filter(|&r| r < prior_fack) {
+                // Non-retransmitted hole got filled? That's reordering.
+                self.check_sack_reordering(low);
+            }
+        } else if let Some(head) = self.rtx.head() {
+            // Do not re-arm RTO if the sack RTT is measured from data sent after when the head
+            // was last (re)transmitted. Otherwise the timeout may continue to extend in loss
+            // recovery. (`rtt_update`: without a cumulative ACK the sample is the SACK RTT.)
+            if sack_rtt_us >= 0 && sack_rtt_us > now.saturating_sub(head.xmit_us) as i64 {
+                *flag |= flag::SET_XMIT_TIMER;
             }
         }
         let in_flight = self.tp.packets_in_flight();
@@ -1029,7 +1080,6 @@ impl Sender {
                 in_flight,
             },
         );
-        let _ = prior_snd_una;
         ca_rtt_us
     }
 
@@ -1108,6 +1158,8 @@ pub(crate) struct SackState {
     pub last_sackt: u64,
     /// Lowest start_seq of a newly SACKed segment in a hole (reordering evidence).
     pub reord: Option<u64>,
+    /// Segments newly SACKed, plus those a D-SACK reports duplicated (`sack_delivered`).
+    pub sack_delivered: u32,
     /// The delivery-rate sample being built (`sack_state.rate`).
     pub rate: RateSample,
 }

@@ -123,12 +123,14 @@ pub struct TcpSock {
 }
 
 impl TcpSock {
-    /// A fresh sender: cwnd = `initial_cwnd_pkts`, ssthresh infinite (Linux `tcp_init_sock`).
+    /// A fresh sender: ssthresh infinite (Linux `tcp_init_sock`), cwnd = the initial window
+    /// capped by the clamp (`tcp_init_transfer` sets `tcp_init_cwnd()`: min(TCP_INIT_CWND or the
+    /// route's initcwnd, snd_cwnd_clamp), net/ipv4/tcp_input.c).
     pub fn new(mss_bytes: u32, initial_cwnd_pkts: u32, cwnd_clamp_pkts: u32, hz: u32) -> Self {
         TcpSock {
             tcp_mstamp_us: 0,
             hz,
-            snd_cwnd: initial_cwnd_pkts,
+            snd_cwnd: initial_cwnd_pkts.min(cwnd_clamp_pkts),
             snd_ssthresh: TCP_INFINITE_SSTHRESH,
             snd_cwnd_cnt: 0,
             snd_cwnd_clamp: cwnd_clamp_pkts,
