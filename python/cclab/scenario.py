@@ -400,6 +400,10 @@ class Flow(_Model):
     delayed_ack: bool = True
     frto: bool = True
     tlp: bool = True
+    #: What one step of cwnd growth counts: "segments" acked (Linux 3.18 on, 6.18) or "acks"
+    #: (one step per ACK whatever it acknowledges: Linux before 3.18, e.g. the S1 paper's 3.4
+    #: phones; the kernel backend runs 6.18's rule and says so in the summary's deviations).
+    ack_counting: Literal["segments", "acks"] = "segments"
     rto_min_ms: float = Field(default=200.0, ge=1)
     rto_initial_ms: float = Field(default=1000.0, ge=1)
     rto_max_ms: float = Field(default=120_000.0, ge=1)

@@ -199,6 +199,9 @@ pub struct FlowSpec {
     /// Tail loss probes (Linux `tcp_early_retrans` = 3); need SACK.
     #[serde(default = "yes")]
     pub tlp: bool,
+    /// What one step of cwnd growth counts: acked segments (Linux 3.18 on) or ACKs (before).
+    #[serde(default)]
+    pub ack_counting: crate::tcp::sender::AckCounting,
     #[serde(default = "d_rto_min")]
     pub rto_min_ms: f64,
     #[serde(default = "d_rto_init")]

@@ -274,6 +274,7 @@ impl World {
                     hz,
                     ecn,
                     stack,
+                    ack_counting: f.ack_counting,
                 },
                 algo,
             );

@@ -42,6 +42,12 @@ _BASE_PORT = 5201
 _TSQ_LIMIT_MAX = 2**31 - 1
 
 
+def flow_deviations(d: dict[str, Any]) -> list[str]:
+    """What the kernel runs close to, not exactly as, the scenario's flows ask (6.18's TCP)."""
+    return [f"flows[{i}].ack_counting = 'acks' (Linux before 3.18) runs as 6.18's per-segment counting"
+            for i, f in enumerate(d["flows"]) if f.get("ack_counting", "segments") != "segments"]
+
+
 def parity(sc: Scenario) -> list[str]:
     """What in ``sc`` the kernel backend cannot do, each with what to use instead."""
     problems = []
@@ -198,7 +204,7 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                                                       for k, f in enumerate(d["flows"])},
              "cwnd_clamp": None if clamp_status is None else {"caps_by_port": clamp_status["caps"],
                                                               "applied_pkts": clamp_status["applied"]},
-             "deviations": net.deviations}
+             "deviations": net.deviations + flow_deviations(d)}
     return _result(sc, d, frames, totals, link_stats, links, knobs, extra, time.perf_counter() - t_wall,
                    __version__)
 

@@ -376,6 +376,7 @@ mod tests {
                 hz: 1000,
                 ecn,
                 stack: Default::default(),
+                ack_counting: Default::default(),
             },
             cc,
         );

@@ -20,6 +20,8 @@ mod tests_recovery;
 mod tests_sack;
 #[cfg(test)]
 mod tests_support;
+#[cfg(test)]
+mod tests_window;
 mod tlp;
 pub mod tsq;
 mod undo;

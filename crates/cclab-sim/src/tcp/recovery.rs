@@ -221,6 +221,7 @@ impl Sender {
         {
             self.tp.set_cwnd(self.tp.snd_ssthresh);
             self.tp.snd_cwnd_stamp = self.tp.jiffies();
+            self.apply_cwnd_range();
         }
         self.cc.cwnd_event(&mut self.tp, CaEvent::CompleteCwr);
     }
@@ -266,6 +267,7 @@ impl Sender {
         }
         let cwnd = self.tp.packets_in_flight() + 1;
         self.tp.set_cwnd(cwnd);
+        self.apply_cwnd_range();
         self.tp.snd_cwnd_cnt = 0;
         self.tp.snd_cwnd_stamp = self.tp.jiffies();
         if self.tp.ca_state <= CaState::Disorder && self.tp.sacked_out >= 3 {

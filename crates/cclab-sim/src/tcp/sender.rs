@@ -129,6 +129,22 @@ pub struct SenderConfig {
     pub ecn: crate::tcp::ecn::EcnMode,
     /// The sending host's stack below TCP (`tsq.rs`).
     pub stack: cclab_net::host::HostStack,
+    /// What one step of cwnd growth counts (`flows[].ack_counting`).
+    pub ack_counting: AckCounting,
+}
+
+/// What `tcp_slow_start` and `tcp_cong_avoid_ai` count per ACK.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AckCounting {
+    /// The segments the ACK delivers (Linux 3.18 on, 6.18 included: `tcp_cong_control` passes
+    /// `acked_sacked`, so a stretch ACK grows cwnd as the ACKs it stands for would).
+    #[default]
+    Segments,
+    /// One step per ACK, whatever it delivers (Linux before 3.18, the 3.4 kernels of the S1
+    /// paper's phones: `tcp_slow_start(tp)` and `tcp_cong_avoid_ai(tp, w)` took no count), so a
+    /// lost or delayed ACK slows growth.
+    Acks,
 }
 
 /// Counters reported in the summary.
@@ -198,6 +214,9 @@ pub struct Sender {
     /// Whether that probe was a retransmission (`tlp_retrans`).
     pub(crate) tlp_retrans: bool,
     pub(crate) reordering: u32,
+    /// A window range set from outside (the S1 middleware): (lower, upper) packets, applied
+    /// where the kernel wrapper `cclab_cubic_mw` stores cwnd (docs/design.md, "Middleware").
+    pub(crate) cwnd_range: Option<(u32, u32)>,
     pub(crate) reord_seen: u32,
     /// Segments reported duplicated by D-SACKs so far (`dsack_dups`).
     pub(crate) dsack_dups: u32,
@@ -256,6 +275,7 @@ impl Sender {
             tlp_high_seq: None,
             tlp_retrans: false,
             reordering: 3,
+            cwnd_range: None,
             reord_seen: 0,
             dsack_dups: 0,
             rack: Rack {
@@ -946,20 +966,50 @@ impl Sender {
         }
     }
 
+    /// Keep cwnd within the range set by [`Sender::set_cwnd_range`], if any: the upper bound
+    /// wins when the two cross, and `snd_cwnd_clamp` (which the range's upper bound lowers, as
+    /// the BPF clamp does on the kernel) caps both.
+    pub(crate) fn apply_cwnd_range(&mut self) {
+        let Some((lo, hi)) = self.cwnd_range else {
+            return;
+        };
+        let hi = hi.min(self.tp.snd_cwnd_clamp).max(1);
+        let lo = lo.min(hi);
+        let w = self.tp.snd_cwnd.clamp(lo, hi);
+        if w != self.tp.snd_cwnd {
+            self.tp.set_cwnd(w);
+        }
+    }
+
+    /// Set (or with None clear) the window range [lower, upper], packets: taken from the next
+    /// ACK on, as the kernel's BPF map and clamp are. The upper bound also becomes
+    /// `snd_cwnd_clamp` (never above the flow's own cap), as `TCP_BPF_SNDCWND_CLAMP` sets it.
+    pub fn set_cwnd_range(&mut self, range: Option<(u32, u32)>) {
+        self.cwnd_range = range;
+        let cap = self.cfg.max_cwnd_pkts;
+        self.tp.snd_cwnd_clamp = range.map_or(cap, |(_, hi)| hi.clamp(1, cap));
+    }
+
     /// `tcp_cong_control`: the algorithm's own `cong_control` (BBR), or PRR while reducing and
     /// `cong_avoid` otherwise, then `tcp_update_pacing_rate`.
     fn cong_control(&mut self, ack: u64, acked_sacked: u32, flag: u32, rs: &RateSample) {
         if self.cc.has_cong_control() {
             self.cc.cong_control(&mut self.tp, ack, flag, rs);
+            self.apply_cwnd_range();
             return;
         }
         if self.in_cwnd_reduction() {
             self.cwnd_reduction(acked_sacked as i32, rs.losses, flag);
         } else if self.may_raise_cwnd(flag) {
             // tcp_cong_avoid
-            self.cc.cong_avoid(&mut self.tp, ack, acked_sacked);
+            let acked = match self.cfg.ack_counting {
+                AckCounting::Segments => acked_sacked,
+                AckCounting::Acks => acked_sacked.min(1),
+            };
+            self.cc.cong_avoid(&mut self.tp, ack, acked);
             self.tp.snd_cwnd_stamp = self.tp.jiffies();
         }
+        self.apply_cwnd_range();
         self.update_pacing_rate();
     }
 

@@ -1,11 +1,11 @@
 //! Fixtures for the sender tests against Linux 6.18 (`tests_recovery.rs`, `tests_sack.rs`,
-//! `tests_rack.rs`): a Reno sender driven with hand-built ACKs. Sequence numbers are in segments
+//! `tests_rack.rs`, `tests_window.rs`): a Reno sender driven with hand-built ACKs. Sequence numbers are in segments
 //! of `MSS` bytes and every segment of a flight leaves at the same instant.
 
 use crate::cc::{self, CaState, Params};
 use crate::tcp::ecn::EcnMode;
 use crate::tcp::segment::{AckSeg, DataSeg, SeqRange};
-use crate::tcp::sender::{Sender, SenderConfig, SenderEvent};
+use crate::tcp::sender::{AckCounting, Sender, SenderConfig, SenderEvent};
 
 pub(super) const MSS: u32 = 1000;
 pub(super) const MS: u64 = 1_000_000;
@@ -20,6 +20,7 @@ pub(super) struct Setup {
     pub size_segs: u64,
     pub hz: u32,
     pub ecn: EcnMode,
+    pub ack_counting: AckCounting,
 }
 
 impl Default for Setup {
@@ -31,6 +32,7 @@ impl Default for Setup {
             size_segs: u64::MAX,
             hz: 1000,
             ecn: EcnMode::Off,
+            ack_counting: AckCounting::Segments,
         }
     }
 }
@@ -55,6 +57,7 @@ impl Setup {
                 hz: self.hz,
                 ecn: self.ecn,
                 stack: Default::default(),
+                ack_counting: self.ack_counting,
             },
             cc,
         );
