@@ -34,7 +34,8 @@ class RunResult:
 
     ``flows``: one row per sample of a flow (schema in docs/design.md); ``ssthresh_pkts`` is a
     nullable integer, <NA> while infinite. ``links``: queue samples. ``events``: rto,
-    fast_retransmit, loss, ... ``summary``: what ``summary.json`` holds.
+    fast_retransmit, loss, ... ``summary``: what ``summary.json`` holds. ``middleware``: the S1
+    middleware's per-step records (docs/design.md, "Middleware"), None when it did not run.
     """
 
     scenario: Scenario
@@ -43,6 +44,7 @@ class RunResult:
     links: pd.DataFrame
     events: pd.DataFrame
     summary: dict[str, Any] = field(default_factory=dict)
+    middleware: pd.DataFrame | None = None
 
     @classmethod
     def from_core(cls, sc: Scenario, raw: dict[str, Any], wall_time_s: float, version: str) -> "RunResult":
@@ -131,8 +133,9 @@ class RunResult:
         return cls(scenario=sc, seed=sc.seed, flows=flows, links=links, events=events, summary=summary)
 
     def write(self, out_dir: str | Path, figures: bool = True) -> dict[str, Path]:
-        """Write traces.parquet (flows), links.parquet, events.parquet, summary.json and
-        cwnd.png into ``out_dir``; return the paths."""
+        """Write traces.parquet (flows), links.parquet, events.parquet, summary.json,
+        middleware.parquet (when the middleware ran) and cwnd.png into ``out_dir``; return the
+        paths."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         paths = {
@@ -144,6 +147,9 @@ class RunResult:
         self.flows.to_parquet(paths["traces"], index=False)
         self.links.to_parquet(paths["links"], index=False)
         self.events.to_parquet(paths["events"], index=False)
+        if self.middleware is not None:
+            paths["middleware"] = out / "middleware.parquet"
+            self.middleware.to_parquet(paths["middleware"], index=False)
         paths["summary"].write_text(json.dumps(self.summary, indent=2, allow_nan=True) + "\n")
         if figures:
             from .plots import plot_cwnd, plot_queue
