@@ -26,7 +26,7 @@ setup-test:
 
 # BPF congestion controls for the kernel backend (struct_ops, registered with bpftool at run
 # time; aya cannot load struct_ops): target/bpf/*.bpf.o, against this kernel's BTF.
-BPF_CC = cclab_cubic
+BPF_CC = cclab_cubic cclab_cubic_mw
 bpf: $(BPF_CC:%=target/bpf/%.bpf.o)
 target/bpf/vmlinux.h:
 	mkdir -p target/bpf && bpftool btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@

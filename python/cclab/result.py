@@ -28,6 +28,30 @@ def jain_index(xs: list[float] | np.ndarray) -> float:
     return float(x.sum() ** 2 / (x.size * (x**2).sum()))
 
 
+def _middleware_table(sc: Scenario, events: pd.DataFrame) -> pd.DataFrame | None:
+    """The simulator's middleware steps (``middleware`` events) as the kernel daemon's table
+    (``cclab.kernel.middleware.LOG_COLUMNS``); ``cwnd_after_pkts`` and ``ca_state`` are empty:
+    the range acts from the next ACK, and the simulator's flows table has every cwnd."""
+    mw = events[events["kind"] == "middleware"]
+    if mw.empty:
+        return None
+    cc = {f.name: f.cc for f in sc.flows}
+    rows = []
+    for t, flow, detail in zip(mw["t_s"], mw["flow"], mw["detail"]):
+        kv = dict(p.split("=", 1) for p in str(detail).split(" ") if "=" in p)
+        num = lambda k: float(kv[k]) if kv.get(k) not in (None, "") else np.nan  # noqa: E731
+        rows.append({"t_s": t, "host": kv.get("host"), "flow": flow, "cc": cc.get(flow), "n": int(kv["n"]),
+                     "rtt_ms": num("rtt_ms"), "min_rtt_ms": num("min_rtt_ms"), "ratio_rtt_ms": num("ratio_rtt_ms"),
+                     "row": num("row"), "lower_pkts": num("lower"), "upper_pkts": num("upper"),
+                     "cwnd_before_pkts": num("cwnd"), "cwnd_after_pkts": np.nan, "ssthresh_pkts": num("ssthresh"),
+                     "ca_state": None})
+    out = pd.DataFrame(rows)
+    out.loc[out["ssthresh_pkts"] >= _INFINITE_SSTHRESH, "ssthresh_pkts"] = np.nan
+    out.insert(0, "run", pd.Categorical([sc.name] * len(out)))
+    out["ca_state"] = pd.Categorical(out["ca_state"], categories=CA_STATES)
+    return out
+
+
 @dataclass
 class RunResult:
     """Traces and statistics of one run.
@@ -35,7 +59,8 @@ class RunResult:
     ``flows``: one row per sample of a flow (schema in docs/design.md); ``ssthresh_pkts`` is a
     nullable integer, <NA> while infinite. ``links``: queue samples. ``events``: rto,
     fast_retransmit, undo (detail ``detector=.. via=.. state=..``), tlp, cwr, drop, ... (kinds
-    in docs/design.md). ``summary``: what ``summary.json`` holds.
+    in docs/design.md). ``summary``: what ``summary.json`` holds. ``middleware``: the S1
+    middleware's per-step records (docs/design.md, "Middleware"), None when it did not run.
     """
 
     scenario: Scenario
@@ -44,6 +69,7 @@ class RunResult:
     links: pd.DataFrame
     events: pd.DataFrame
     summary: dict[str, Any] = field(default_factory=dict)
+    middleware: pd.DataFrame | None = None
 
     @classmethod
     def from_core(cls, sc: Scenario, raw: dict[str, Any], wall_time_s: float, version: str) -> "RunResult":
@@ -129,11 +155,13 @@ class RunResult:
                 "jain_index": jain_index([s["goodput_bps"] for s in raw["flow_stats"]]),
             },
         }
-        return cls(scenario=sc, seed=sc.seed, flows=flows, links=links, events=events, summary=summary)
+        return cls(scenario=sc, seed=sc.seed, flows=flows, links=links, events=events, summary=summary,
+                   middleware=_middleware_table(sc, events))
 
     def write(self, out_dir: str | Path, figures: bool = True) -> dict[str, Path]:
-        """Write traces.parquet (flows), links.parquet, events.parquet, summary.json and
-        cwnd.png into ``out_dir``; return the paths."""
+        """Write traces.parquet (flows), links.parquet, events.parquet, summary.json,
+        middleware.parquet (when the middleware ran) and cwnd.png into ``out_dir``; return the
+        paths."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         paths = {
@@ -145,6 +173,9 @@ class RunResult:
         self.flows.to_parquet(paths["traces"], index=False)
         self.links.to_parquet(paths["links"], index=False)
         self.events.to_parquet(paths["events"], index=False)
+        if self.middleware is not None:
+            paths["middleware"] = out / "middleware.parquet"
+            self.middleware.to_parquet(paths["middleware"], index=False)
         paths["summary"].write_text(json.dumps(self.summary, indent=2, allow_nan=True) + "\n")
         if figures:
             from .plots import plot_cwnd, plot_queue

@@ -31,6 +31,8 @@ __all__ = [
     "Medium",
     "SharedMedium",
     "DcfMedium",
+    "Middleware",
+    "MiddlewareRow",
     "SimSettings",
     "ScenarioError",
     "load_scenario",
@@ -424,6 +426,70 @@ class Flow(_Model):
         return self
 
 
+class MiddlewareRow(_Model):
+    """A row of the middleware's table (candidate 2): from ``from_ratio_rtt_ms`` (current RTT -
+    min RTT, eq. 5) on, cwnd is kept within [lower_pkts, upper_pkts]."""
+
+    from_ratio_rtt_ms: float = Field(ge=0)
+    upper_pkts: int = Field(ge=1)
+    lower_pkts: int = Field(ge=1)
+
+
+#: The middleware's table: a shipped one by name (S3.2's table 1, table 3 before and after the
+#: improvement) or rows.
+_TABLE_BY_NAME, _TABLE_ROWS = "table-name", "table-rows"  # union tags, left out of error paths
+MiddlewareTable = Annotated[
+    Union[Annotated[Literal["s32", "before", "improved"], Tag(_TABLE_BY_NAME)],
+          Annotated[list[MiddlewareRow], Tag(_TABLE_ROWS)]],
+    Discriminator(lambda v: _TABLE_BY_NAME if isinstance(v, str) else _TABLE_ROWS),
+]
+
+
+class Middleware(_Model):
+    """The S1 middleware (crates/cclab-sim/src/middleware; docs/scenario.md#the-s1-middleware): each
+    terminal counts the terminals on its cell by UDP broadcasts and every ``interval_ms`` keeps its
+    connections' cwnd within [lower, upper] from eq. 2-5 and a table. ``[middleware]`` alone turns
+    on the paper's improved middleware on every host that sends a flow."""
+
+    enabled: bool = True
+    #: Candidate 2: "s32" (section 3.2), "before" or "improved" (table 3), or rows.
+    table: MiddlewareTable = "improved"
+    #: How eq. 2 gives upper1 and lower1: rtt_span (at the current and at the minimum RTT),
+    #: ideal (both at the current RTT), scaled (factors x Ideal_cwnd), table_only (no eq. 2).
+    candidate_rule: Literal["rtt_span", "ideal", "scaled", "table_only"] = "rtt_span"
+    scaled_upper_factor: float = Field(default=1.0, gt=0)
+    scaled_lower_factor: float = Field(default=0.5, gt=0)
+    #: BWmax of eq. 3 (default 54 Mbit/s, 802.11g's highest rate).
+    bw_max_bps: float = Field(default=54e6, gt=0)
+    #: f(N) = N^f_exponent (eq. 4).
+    f_exponent: float = Field(default=-0.15, ge=-5, le=0)
+    #: SegmentSize of eq. 2.
+    segment_bytes: int = Field(default=1500, ge=64, le=65535)
+    #: The clamping step.
+    interval_ms: float = Field(default=500.0, ge=1)
+    #: Each terminal broadcasts one counting datagram this often ...
+    count_interval_ms: float = Field(default=500.0, ge=1)
+    #: ... of this size as an IPv4 packet (28 bytes of headers included) ...
+    count_bytes: int = Field(default=64, ge=44, le=1500)
+    #: ... and counts a sender as present this long after last hearing it.
+    count_window_ms: float = Field(default=1500.0, ge=1)
+    #: Bounds apply only while at least this many terminals are counted (itself included).
+    min_terminals: int = Field(default=1, ge=1)
+    #: Hosts that run it; empty: every host that sends a flow.
+    hosts: list[str] = Field(default_factory=list)
+
+    @field_validator("bw_max_bps", mode="after")
+    @classmethod
+    def _whole(cls, v: float) -> float:
+        return float(round(v))
+
+    def to_core_dict(self) -> dict[str, Any]:
+        """As the core reads it (``cclab._core.middleware_bounds`` takes its JSON too)."""
+        d = self.model_dump()
+        d["bw_max_bps"] = int(d["bw_max_bps"])
+        return d
+
+
 class SimSettings(_Model):
     """Simulator-only settings."""
 
@@ -444,6 +510,11 @@ class KernelSettings(_Model):
     tcp_ecn: Any = Field(default=None, exclude=True)
     #: Any other per-namespace sysctl, by its dotted name (``net.ipv4.tcp_recovery = 1``).
     sysctls: dict[str, int | str] = Field(default_factory=dict)
+    #: How the middleware's upper bound reaches the sockets: "cc" (inside cclab_cubic_mw, next to
+    #: the floor, ssthresh untouched: what the simulator does) or "clamp" (the BPF sock_ops clamp,
+    #: TCP_BPF_SNDCWND_CLAMP, which also sets ssthresh to the cap whenever the cap changes;
+    #: kernel only). docs/design.md, "Middleware".
+    middleware_cap: Literal["clamp", "cc"] = "cc"
 
     @field_validator("tcp_ecn")
     @classmethod
@@ -482,6 +553,8 @@ class Scenario(_Model):
     links: list[NetLink] = Field(default_factory=list)
     media: list[Medium] = Field(default_factory=list)
     flows: list[Flow] = Field(min_length=1)
+    #: The S1 middleware on the terminals; None: off.
+    middleware: Middleware | None = None
     #: Directory that relative paths (capacity traces) are read from.
     base_dir: str = Field(default=".", exclude=True)
 
@@ -659,6 +732,8 @@ class Scenario(_Model):
                 d.pop("reverse_path")
             flows.append(d)
         out["flows"] = flows
+        if self.middleware is not None:
+            out["middleware"] = self.middleware.to_core_dict()
         return out
 
     @staticmethod
@@ -693,7 +768,7 @@ def _loc_to_path(loc: tuple[Any, ...]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         elif part in ("none", "bernoulli", "gilbert_elliott", "function-after[_exclusive()]", *QDISC_KINDS,
-                      *MEDIUM_KINDS):
+                      *MEDIUM_KINDS, _TABLE_BY_NAME, _TABLE_ROWS):
             continue
         elif isinstance(part, str) and part.startswith(("function-", "tagged-union")):
             continue
@@ -724,7 +799,8 @@ def _problems(err: ValidationError, model: type[BaseModel]) -> list[tuple[str, s
             msg = f"{e['input']!r} is not accepted: {msg}"
         # Messages that already carry their own path (cross-field checks).
         m = re.match(r"^([\w\[\].]+): (.*)$", msg, re.S)
-        if m and ("[" in m.group(1) or m.group(1) in ("bottleneck", "flows", "senders", "receivers", "nodes", "links", "media")):
+        if m and ("[" in m.group(1) or m.group(1) in ("bottleneck", "flows", "senders", "receivers", "nodes", "links", "media",
+                                                       "middleware")):
             path, msg = m.group(1), m.group(2)
         elif m and e["type"] == "value_error":
             # A model's own check naming one of its fields ("queue_pkts_by_node: ...").

@@ -71,3 +71,18 @@ def test_the_kernel_backend_can_plan_both_classes() -> None:
     assert tablet.deviations == []
     assert len(phone.deviations) == 3 and "floor of two skbs" in phone.deviations[0]
     assert [m["kind"] for m in phone.media] == ["dcf"]
+
+
+def test_the_simulator_logs_middleware_steps_as_the_kernel_daemon_does() -> None:
+    from cclab import simulate
+    from cclab.kernel.middleware import LOG_COLUMNS
+
+    r = simulate(load_scenario(s1_scenario(3, "tablet", duration_s=10, middleware={"table": "improved"})))
+    m = r.middleware
+    assert list(m.columns) == ["run", *LOG_COLUMNS]
+    # One row per terminal every 0.5 s, and the three terminals count each other.
+    assert 3 * 19 <= len(m) <= 3 * 21
+    assert set(m["host"]) == {"t1", "t2", "t3"} and (m[m["t_s"] > 1.0]["n"] == 3).all()
+    active = m.dropna(subset=["lower_pkts"])
+    assert (active["lower_pkts"] <= active["upper_pkts"]).all()
+    assert simulate(load_scenario(s1_scenario(2, "tablet", duration_s=2))).middleware is None

@@ -218,26 +218,35 @@ impl Router {
                     .collect(),
             })
             .collect();
-        // Broadcast routes: one hop across the medium, out to its other emulator ports.
+        // Broadcast routes, as in an infrastructure BSS (and as the simulator's middleware
+        // sends them, crates/cclab-sim/src/agents.rs): the station sends the datagram to the
+        // access point (the medium's first port with no emulator port: a router), which sends
+        // it on to everyone as a group-addressed frame. With no such port, straight to all.
         let mut broadcast_route = vec![None; n];
         for (m, md) in spec.media.iter().enumerate() {
             if md.model.kind() != cclab_net::MediumKind::Dcf {
                 continue;
             }
             let e = spec.links.len() + m;
+            let hop = |from: usize, to: u32| HopIx {
+                element: e as u32,
+                from: from as u32,
+                to,
+                lane: from as u32,
+                row: first_lane[e] + from as u32,
+            };
+            let ap = md.ports.iter().position(|p| p.is_none());
             for (k, p) in md.ports.iter().enumerate() {
                 let Some(p) = *p else { continue };
                 broadcast_route[p] = Some(routes.len() as u32);
+                let hops = match ap {
+                    Some(ap) => vec![hop(k, ap as u32), hop(ap, BROADCAST_PORT)],
+                    None => vec![hop(k, BROADCAST_PORT)],
+                };
                 routes.push(RouteIx {
                     from: p,
                     to: BROADCAST_ROUTE,
-                    hops: vec![HopIx {
-                        element: e as u32,
-                        from: k as u32,
-                        to: BROADCAST_PORT,
-                        lane: k as u32,
-                        row: first_lane[e] + k as u32,
-                    }],
+                    hops,
                     fanout: md
                         .ports
                         .iter()
@@ -708,8 +717,13 @@ mod tests {
         );
         let mut out = Vec::new();
         r.service(1_000_000, &mut out);
-        // DIFS 28 us + 74 us at the 24 Mbit/s basic rate; to c only.
-        assert_eq!(times(&out), [(0, 2, 102_000)]);
+        // To the AP first: DIFS 28 + DATA (136 B at 54 Mbit/s: 20 + 6 x 4 + 6 = 50 us) + SIFS
+        // 10 + Ack 34 = 122 us; then the AP's group-addressed frame after DIFS and its backoff
+        // (0..15 slots of 9 us): 74 us at the 24 Mbit/s basic rate; to c only.
+        let t = times(&out);
+        assert_eq!((t.len(), t[0].0, t[0].1), (1, 0, 2));
+        let relay = t[0].2 - 122_000 - 28_000 - 74_000;
+        assert!(relay.is_multiple_of(9_000) && relay <= 15 * 9_000, "{t:?}");
         assert_eq!(out[0].pkt.data.len(), 100);
         // A shared channel does not carry broadcasts (no route is made for them).
         s.media[0].model = text.media[0].model.clone();

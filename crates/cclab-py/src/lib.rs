@@ -143,6 +143,41 @@ fn lower(config_json: &str) -> PyResult<String> {
     serde_json::to_string(&net).map_err(|e| SimError::new_err(e.to_string()))
 }
 
+/// The S1 middleware's range for one connection (`cclab_sim::middleware::bounds`, eq. 2-5 and
+/// step 6): `spec_json` is the scenario's normalised `middleware` table, `n` the terminals
+/// counted (itself included), `rtt_ms` the smoothed RTT, `min_rtt_ms` the minimum RTT. Returns a
+/// dict (lower_pkts, upper_pkts, n, ratio_rtt_ms, ideal_cwnd_pkts, upper1_pkts, lower1_pkts,
+/// upper2_pkts, lower2_pkts, row; candidate 1 is 4294967295 when the rule uses none), or None
+/// while the middleware is inactive (off, fewer than `min_terminals`, no RTT yet). Raises
+/// ConfigError naming the field of a bad spec.
+#[pyfunction]
+fn middleware_bounds<'py>(
+    py: Python<'py>,
+    spec_json: &str,
+    n: u32,
+    rtt_ms: f64,
+    min_rtt_ms: f64,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let spec: cclab_sim::middleware::MiddlewareSpec = serde_json::from_str(spec_json)
+        .map_err(|e| config_error(cclab_sim::ConfigError::new("middleware", e.to_string())))?;
+    spec.validate("middleware").map_err(config_error)?;
+    let Some(b) = cclab_sim::middleware::bounds(&spec, n, rtt_ms, min_rtt_ms) else {
+        return Ok(None);
+    };
+    let d = PyDict::new(py);
+    d.set_item("lower_pkts", b.lower_pkts)?;
+    d.set_item("upper_pkts", b.upper_pkts)?;
+    d.set_item("n", b.n)?;
+    d.set_item("ratio_rtt_ms", b.ratio_rtt_ms)?;
+    d.set_item("ideal_cwnd_pkts", b.ideal_cwnd_pkts)?;
+    d.set_item("upper1_pkts", b.upper1_pkts)?;
+    d.set_item("lower1_pkts", b.lower1_pkts)?;
+    d.set_item("upper2_pkts", b.upper2_pkts)?;
+    d.set_item("lower2_pkts", b.lower2_pkts)?;
+    d.set_item("row", b.row)?;
+    Ok(Some(d))
+}
+
 /// JSON list of the algorithms and presets: name, base, description, source, params.
 #[pyfunction]
 fn algorithms() -> PyResult<String> {
@@ -161,6 +196,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(lower, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
+    m.add_function(wrap_pyfunction!(middleware_bounds, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add("SimError", m.py().get_type::<SimError>())?;

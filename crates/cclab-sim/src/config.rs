@@ -4,6 +4,7 @@
 //! config built by hand (Rust tests, other front ends) gets the same clear errors.
 
 use crate::cc::{self, Params};
+pub use crate::middleware::MiddlewareSpec;
 pub use cclab_net::host::{HostSpec, HostStack, TsqMode};
 pub use cclab_net::spec::{ms_to_ns, s_to_ns, DelaySpikeSpec, LinkSpec, OutageSpec};
 pub use cclab_net::topology::{LinkPairSpec, MediumSpec, NodeKind, NodeSpec};
@@ -71,6 +72,9 @@ pub struct Scenario {
     #[serde(default)]
     pub media: Vec<MediumSpec>,
     pub flows: Vec<FlowSpec>,
+    /// The S1 middleware (cooperative cwnd clamping on the terminals); None: off.
+    #[serde(default)]
+    pub middleware: Option<MiddlewareSpec>,
 }
 
 fn one() -> u64 {
@@ -358,6 +362,58 @@ impl Scenario {
                 return Err(err(format!("{p}.rto_min_ms"), "must not exceed rto_max_ms"));
             }
             cc::build(&f.cc, &f.cc_params).map_err(|e| cc_error(&p, &e))?;
+        }
+        if let Some(m) = &self.middleware {
+            m.validate("middleware")?;
+            self.check_middleware_hosts(m)?;
+        }
+        Ok(())
+    }
+
+    /// The hosts of the network, by name (dumbbell senders and receivers, or general-form
+    /// nodes of kind host).
+    pub fn host_names(&self) -> Vec<String> {
+        if self.is_general() {
+            self.nodes
+                .iter()
+                .filter(|n| n.kind == NodeKind::Host)
+                .map(|n| n.name.clone())
+                .collect()
+        } else {
+            self.senders()
+                .into_iter()
+                .chain(self.receivers())
+                .map(|h| h.name)
+                .collect()
+        }
+    }
+
+    /// The hosts that run the middleware: its `hosts`, or every host that sends a flow; none
+    /// when it is absent or off.
+    pub fn middleware_hosts(&self) -> Vec<String> {
+        let Some(m) = &self.middleware else {
+            return Vec::new();
+        };
+        self.host_names()
+            .into_iter()
+            .filter(|h| m.runs_on(h, self.flows.iter().any(|f| &f.sender == h)))
+            .collect()
+    }
+
+    fn check_middleware_hosts(&self, m: &MiddlewareSpec) -> Result<(), ConfigError> {
+        let hosts = self.host_names();
+        for (i, h) in m.hosts.iter().enumerate() {
+            if !hosts.contains(h) {
+                let what = if self.nodes.iter().any(|n| &n.name == h) {
+                    "is a router; the middleware runs on hosts"
+                } else {
+                    "is no host of the network"
+                };
+                return Err(err(
+                    format!("middleware.hosts[{i}]"),
+                    format!("{h:?} {what}; hosts are {hosts:?}"),
+                ));
+            }
         }
         Ok(())
     }

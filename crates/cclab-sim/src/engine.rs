@@ -15,6 +15,8 @@ pub enum Event {
     ReceiverTimer(u32),
     /// Flow `i`'s application starts.
     AppStart(u32),
+    /// Host agent `i`'s next action (the S1 middleware: a broadcast, a clamp step).
+    Agent(u32),
     /// Periodic trace sample.
     Sample,
 }
@@ -25,6 +27,7 @@ const NOT_QUEUED: u32 = u32::MAX;
 #[derive(Debug, Default)]
 pub struct EventQueue {
     n_links: u32,
+    n_flows: u32,
     /// (deadline ns, sequence number when scheduled, slot) in heap order.
     heap: Vec<(u64, u64, u32)>,
     /// Per slot: its index in `heap`, or `NOT_QUEUED`.
@@ -37,9 +40,15 @@ pub struct EventQueue {
 impl EventQueue {
     /// A queue for `n_links` links and `n_flows` flows.
     pub fn new(n_links: usize, n_flows: usize) -> Self {
-        let n = n_links + 3 * n_flows + 1;
+        Self::with_agents(n_links, n_flows, 0)
+    }
+
+    /// A queue for `n_links` links, `n_flows` flows and `n_agents` host agents.
+    pub fn with_agents(n_links: usize, n_flows: usize, n_agents: usize) -> Self {
+        let n = n_links + 3 * n_flows + n_agents + 1;
         EventQueue {
             n_links: n_links as u32,
+            n_flows: n_flows as u32,
             heap: Vec::with_capacity(n),
             pos: vec![NOT_QUEUED; n],
             seq: 0,
@@ -54,6 +63,7 @@ impl EventQueue {
             Event::SenderTimer(f) => l + 3 * f as usize,
             Event::ReceiverTimer(f) => l + 3 * f as usize + 1,
             Event::AppStart(f) => l + 3 * f as usize + 2,
+            Event::Agent(a) => l + 3 * self.n_flows as usize + a as usize,
             Event::Sample => self.pos.len() - 1,
         }
     }
@@ -65,6 +75,10 @@ impl EventQueue {
         }
         if slot == self.pos.len() - 1 {
             return Event::Sample;
+        }
+        let agents = l + 3 * self.n_flows as usize;
+        if slot >= agents {
+            return Event::Agent((slot - agents) as u32);
         }
         let f = ((slot - l) / 3) as u32;
         match (slot - l) % 3 {
@@ -218,6 +232,30 @@ mod tests {
             ]
         );
         assert_eq!(q.processed, 4);
+    }
+
+    #[test]
+    fn every_event_has_its_own_slot() {
+        let mut q = EventQueue::with_agents(2, 2, 3);
+        let all = [
+            Event::LinkArrival(0),
+            Event::LinkArrival(1),
+            Event::SenderTimer(0),
+            Event::ReceiverTimer(0),
+            Event::AppStart(0),
+            Event::SenderTimer(1),
+            Event::ReceiverTimer(1),
+            Event::AppStart(1),
+            Event::Agent(0),
+            Event::Agent(1),
+            Event::Agent(2),
+            Event::Sample,
+        ];
+        for (i, &e) in all.iter().enumerate() {
+            q.push(i as u64, e);
+        }
+        let order: Vec<_> = std::iter::from_fn(|| q.pop_until(100).map(|(_, e)| e)).collect();
+        assert_eq!(order, all);
     }
 
     #[test]

@@ -12,12 +12,15 @@
 //! mirrors `tcp_congestion_ops` (`cc`), one algorithm per file.
 //!
 //! Layers: `engine` (event queue), `world` (the network and the event loop), `tcp` (protocol),
-//! `cc` (algorithms), `trace` (columnar output), `config` (the scenario as the core reads it).
+//! `cc` (algorithms), `trace` (columnar output), `config` (the scenario as the core reads it),
+//! `middleware` (the S1 cwnd-clamping policy: equations, tables, terminal counting).
 
+mod agents;
 pub mod cc;
 pub mod config;
 pub mod engine;
 pub mod lower;
+pub mod middleware;
 pub mod tcp;
 pub mod trace;
 pub mod world;

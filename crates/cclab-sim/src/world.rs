@@ -18,6 +18,8 @@ use cclab_net::medium::Medium;
 
 /// Bytes of a SYN or SYN-ACK on the wire (20 B IPv4 + 40 B TCP with MSS, SACK, TS, WS options).
 const SYN_BYTES: u64 = 60;
+use crate::agents::{Agents, Terminal};
+use crate::middleware::TerminalCounter;
 use cclab_net::link::{Dropped, Link};
 use cclab_net::packet::NetPacket;
 use cclab_net::rng;
@@ -128,7 +130,12 @@ pub struct World {
     duration_ns: u64,
     data_buf: Vec<DataSeg>,
     ack_buf: Vec<AckSeg>,
+    /// The S1 middleware's terminals, if it runs.
+    agents: Option<Agents>,
 }
+
+/// `Packet::route` of a middleware broadcast (`Packet::flow` is then its terminal's index).
+const BEACON_ROUTE: u32 = u32::MAX;
 
 impl World {
     /// Build the network and flows of `sc`.
@@ -223,7 +230,8 @@ impl World {
         let hz = sc.sim.kernel_hz;
         let mut flows = Vec::new();
         let mut routes = Vec::with_capacity(2 * sc.flows.len());
-        let mut q = EventQueue::new(links.len(), sc.flows.len());
+        let agent_hosts = sc.middleware_hosts();
+        let mut q = EventQueue::with_agents(links.len(), sc.flows.len(), agent_hosts.len());
         for (i, ((f, r), (fwd, rev))) in sc
             .flows
             .iter()
@@ -334,6 +342,51 @@ impl World {
         }
         let interval_ns = ms_to_ns(sc.sim.trace_interval_ms).max(1);
         q.push(0, Event::Sample);
+        let agents = sc
+            .middleware
+            .as_ref()
+            .filter(|_| !agent_hosts.is_empty())
+            .map(|spec| {
+                let media = n_links as u32..(n_links + n_media) as u32;
+                let terminals = agent_hosts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, host)| {
+                        let own: Vec<u32> = (0..sc.flows.len() as u32)
+                            .filter(|&f| &sc.flows[f as usize].sender == host)
+                            .collect();
+                        // The medium its first flow's data enters (after its device, if any).
+                        let medium = own.first().and_then(|&f| {
+                            full_routes[f as usize]
+                                .0
+                                .iter()
+                                .find(|h| media.contains(&h.element))
+                                .map(|h| (h.element, h.from, h.to))
+                        });
+                        let on_air = medium.is_some_and(|(e, _, _)| {
+                            net.media[e as usize - n_links].model.kind()
+                                == cclab_net::MediumKind::Dcf
+                        });
+                        let phase = Agents::phase_ns(spec, sc.seed, host);
+                        q.push(phase, Event::Agent(i as u32));
+                        Terminal {
+                            host: host.clone(),
+                            flows: own,
+                            counter: TerminalCounter::new(i as u64, spec.count_window_ns()),
+                            medium,
+                            on_air,
+                            next_count_ns: phase,
+                            next_step_ns: phase,
+                            steps: 0,
+                            sent: 0,
+                        }
+                    })
+                    .collect();
+                Agents {
+                    spec: spec.clone(),
+                    terminals,
+                }
+            });
         let paths = net
             .flows
             .iter()
@@ -361,6 +414,7 @@ impl World {
             duration_ns: s_to_ns(sc.duration_s),
             data_buf: Vec::new(),
             ack_buf: Vec::new(),
+            agents,
         })
     }
 
@@ -386,6 +440,7 @@ impl World {
                     self.data_buf = buf;
                     self.after_sender(t, f, false);
                 }
+                Event::Agent(a) => self.on_agent(t, a),
                 Event::Sample => self.on_sample(t),
             }
             if self.q.processed & 0xffff == 0 {
@@ -449,6 +504,22 @@ impl World {
 
     fn on_link_arrival(&mut self, t: u64, l: u32) {
         while let Some(p) = self.links[l as usize].link.pop_delivered(t) {
+            if p.route == BEACON_ROUTE {
+                if p.hop == 0 {
+                    // At the access point: on to every station.
+                    let relay = self
+                        .agents
+                        .as_ref()
+                        .and_then(|ag| ag.terminals[p.flow as usize].medium);
+                    if let Some((_, _, ap)) = relay {
+                        let b = Packet { hop: 1, ..p };
+                        self.enqueue_beacon(t, l, ap, cclab_net::dcf::BROADCAST, b);
+                    }
+                } else {
+                    self.on_beacon(t, l, p.flow);
+                }
+                continue;
+            }
             // Leaving its sender's device: the NIC has sent it (`tcp_wfree`).
             let sent = match p.seg {
                 Segment::Data(d) if p.hop == 0 => {
@@ -502,6 +573,12 @@ impl World {
             .enqueue(t, h.from as usize, h.to as usize, p)
         {
             Ok(()) => self.schedule_link(l),
+            Err(d) if d.pkt.route == BEACON_ROUTE => {
+                // The terminal's port queue was full: the daemon's send fails, nobody hears it.
+                if self.links[l as usize].late_drops {
+                    self.schedule_link(l);
+                }
+            }
             Err(d) => {
                 self.log_drop(t, l, d);
                 if self.links[l as usize].late_drops {
@@ -539,6 +616,9 @@ impl World {
         }
         let mut freed = Vec::new();
         while let Some((td, d)) = self.links[l as usize].link.pop_dropped() {
+            if d.pkt.route == BEACON_ROUTE {
+                continue; // a broadcast lost in a collision: nobody hears it
+            }
             if let Segment::Data(s) = d.pkt.seg {
                 let fl = &self.flows[d.pkt.flow as usize];
                 if d.pkt.hop == 0
@@ -644,6 +724,79 @@ impl World {
         let queued = dev.link.queue_pkts(t, q.lane as usize);
         fl.sender
             .set_device_room(q.limit_pkts.saturating_sub(queued));
+    }
+
+    /// Terminal `a` acts: broadcast its presence and/or take a clamp step, whichever is due.
+    fn on_agent(&mut self, t: u64, a: u32) {
+        let Some(ag) = self.agents.as_mut() else {
+            return;
+        };
+        let spec_count = ag.spec.count_interval_ns().max(1);
+        let spec_step = ag.spec.interval_ns().max(1);
+        let count_bytes = ag.spec.count_bytes;
+        let ti = a as usize;
+        if ag.terminals[ti].next_count_ns <= t {
+            ag.terminals[ti].next_count_ns += spec_count;
+            ag.terminals[ti].sent += 1;
+            let (medium, on_air) = (ag.terminals[ti].medium, ag.terminals[ti].on_air);
+            match medium {
+                Some((e, port, relay)) if on_air => {
+                    // To the access point first (hop 0), which broadcasts it (hop 1).
+                    let beacon = Packet {
+                        flow: a,
+                        route: BEACON_ROUTE,
+                        hop: 0,
+                        wire: count_bytes,
+                        seg: Segment::Ack(AckSeg::default()),
+                    };
+                    self.enqueue_beacon(t, e, port, relay as usize, beacon);
+                }
+                // Not on a DCF cell: heard at once by the terminals on the same element.
+                _ => self.on_beacon(t, medium.map_or(u32::MAX, |m| m.0), a),
+            }
+        }
+        let Some(ag) = self.agents.as_mut() else {
+            return;
+        };
+        if ag.terminals[ti].next_step_ns <= t {
+            ag.terminals[ti].next_step_ns += spec_step;
+            ag.terminals[ti].steps += 1;
+            for k in 0..ag.terminals[ti].flows.len() {
+                let f = ag.terminals[ti].flows[k] as usize;
+                let tp = &self.flows[f].sender.tp;
+                let step = ag.step(ti, t, u64::from(tp.srtt_us >> 3), tp.min_rtt_us);
+                let detail = step.detail(&ag.terminals[ti].host, tp.snd_cwnd, tp.snd_ssthresh);
+                self.flows[f].sender.set_cwnd_range(step.range());
+                self.events.push(t, f as i32, "middleware", detail);
+            }
+        }
+        let next = ag.terminals[ti].next_ns();
+        self.q.push(next, Event::Agent(a));
+    }
+
+    /// A middleware datagram goes onto DCF cell `l` from `port` to `to` (the AP, or
+    /// [`cclab_net::dcf::BROADCAST`]).
+    fn enqueue_beacon(&mut self, t: u64, l: u32, port: u32, to: usize, p: Packet) {
+        let res = self.links[l as usize].link.enqueue(t, port as usize, to, p);
+        if res.is_ok() || self.links[l as usize].late_drops {
+            self.schedule_link(l);
+        }
+        self.drain_late_drops(t, l);
+    }
+
+    /// Terminal `from`'s broadcast is heard on element `l` by every other terminal there.
+    fn on_beacon(&mut self, t: u64, l: u32, from: u32) {
+        let Some(ag) = self.agents.as_mut() else {
+            return;
+        };
+        if l == u32::MAX {
+            return;
+        }
+        for (i, term) in ag.terminals.iter_mut().enumerate() {
+            if i as u32 != from && term.medium.is_some_and(|(e, _, _)| e == l) {
+                term.counter.heard(t, u64::from(from));
+            }
+        }
     }
 
     fn on_receiver_timer(&mut self, t: u64, f: u32) {

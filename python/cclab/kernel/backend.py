@@ -27,6 +27,7 @@ from ..result import CA_STATES, RunResult, jain_index
 from ..scenario import Scenario, load_scenario
 from .link import LinkEmulator
 from .clamp import CwndClamp
+from .middleware import MiddlewareCC, TerminalMiddleware, middleware_hosts, read_log
 from . import bpfcc
 from .knobs import CUBIC_FAMILY, CubicModuleParams, cubic_plan, namespace_sysctls, set_initcwnd
 from .device import configure_device, device_stats
@@ -86,10 +87,33 @@ def parity(sc: Scenario) -> list[str]:
     _, bpf, _, cubic_problems = cubic_plan(d["flows"])
     problems += cubic_problems
     problems += plan_network(sc.lowered()).problems
+    problems += _middleware_problems(d)
     if bpf and not bpfcc.object_path().is_file():
         problems.append(f"CUBIC with C other than 410/1024 runs as the BPF congestion control cclab_cubic, whose "
                         f"object {bpfcc.object_path()} is not built: run `make bpf` (clang, bpftool) or use the "
                         "simulator backend")
+    return problems
+
+
+def _middleware_problems(d: dict[str, Any]) -> list[str]:
+    """The middleware runs on the kernel as cclab_cubic_mw (the kernel's CUBIC with a window
+    range) behind a daemon per terminal: its hosts' flows must be plain CUBIC."""
+    hosts = middleware_hosts(d)
+    problems = []
+    for i, f in enumerate(d["flows"]):
+        if f["sender"] not in hosts:
+            continue
+        where = f"flows[{i}]"
+        if f["cc"] != "cubic" or f["cc_params"]:
+            problems.append(f"{where}.cc = {f['cc']!r} (cc_params {f['cc_params']}): on the kernel the middleware keeps "
+                            "cwnd in its range inside cclab_cubic_mw, the kernel's own CUBIC; use cc = 'cubic' without "
+                            "cc_params on the middleware's hosts, or the simulator backend")
+        if f["max_cwnd_pkts"]:
+            problems.append(f"{where}.max_cwnd_pkts: the sender runs the middleware, whose cap owns the sender's "
+                            "cgroup; leave max_cwnd_pkts out (the middleware's table caps cwnd) or use the simulator")
+    if hosts and not bpfcc.object_path(bpfcc.BPF_CUBIC_MW).is_file():
+        problems.append(f"middleware: its BPF congestion control {bpfcc.object_path(bpfcc.BPF_CUBIC_MW)} is not built: "
+                        "run `make bpf` (clang, bpftool) or use the simulator backend")
     return problems
 
 
@@ -111,6 +135,7 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
     d = sc.to_core_dict()
     net = plan_network(sc.lowered())
     hosts = net.hosts
+    mw_hosts = middleware_hosts(d)
     run_id = f"{os.getpid() % 100000}{int(time.time() * 1000) % 10000}"
     interval_ms = d["sim"]["trace_interval_ms"]
     t_wall = time.perf_counter()
@@ -130,9 +155,14 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
             set_sysctls(name, k)
         cubic_params, bpf_cubic, cc_names, _ = cubic_plan(d["flows"])
         caps = {_BASE_PORT + k: f["max_cwnd_pkts"] for k, f in enumerate(d["flows"]) if f["max_cwnd_pkts"]}
+        for k, f in enumerate(d["flows"]):
+            if f["sender"] in mw_hosts:
+                cc_names[k] = bpfcc.BPF_CUBIC_MW
+        daemons: dict[str, TerminalMiddleware] = {}
         with LinkEmulator(spec) as emu, CubicModuleParams(cubic_params), \
                 (bpfcc.BpfCubic(bpf_cubic) if bpf_cubic else contextlib.nullcontext()), \
-                (CwndClamp(f"run{run_id}", caps) if caps else contextlib.nullcontext()) as clamp:
+                (CwndClamp(f"run{run_id}", caps) if caps else contextlib.nullcontext()) as clamp, \
+                (MiddlewareCC() if mw_hosts else contextlib.nullcontext()) as mwcc, contextlib.ExitStack() as stack:
             for i in net.interfaces.values():
                 address_iface(ns[i.host], i.dev, i.addr, i.routes)
                 if i.device:
@@ -141,6 +171,16 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                 if f["initial_cwnd_pkts"] != 10:
                     set_initcwnd(ns[s_if.host], s_if.dev, f["initial_cwnd_pkts"])
                     knobs[ns[s_if.host]][f"route initcwnd {s_if.dev}"] = str(f["initial_cwnd_pkts"])
+            # One middleware daemon per terminal, before the flows (their sockets join its cgroup).
+            # A terminal on a DCF cell counts by limited broadcast on its interface there, which
+            # cclab-link relays through the access point to the cell's other hosts.
+            cells = {m["name"] for m in net.media if m["kind"] == "dcf"}
+            for h in mw_hosts:
+                cell_if = next((i for i in net.interfaces.values() if i.host == h and i.link in cells), None)
+                daemons[h] = stack.enter_context(TerminalMiddleware(
+                    ns[h], h, d["middleware"], map_id=mwcc.map_id, cap=sc.kernel.middleware_cap,
+                    log_path=Path(tmp) / f"middleware-{h}.csv",
+                    broadcast="255.255.255.255" if cell_if else None, device=cell_if.dev if cell_if else None))
             procs = []
             for k, f in enumerate(d["flows"]):
                 ready = Path(tmp) / f"ready{k}"
@@ -163,9 +203,10 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                         "--start-s", str(f["start_s"]), "--until-s", str(d["duration_s"]),
                         "--size", str(f["size_bytes"]), "--interval-ms", str(interval_ms),
                         "--out", str(Path(tmp) / f"flow{k}.csv")]
+                mw = daemons.get(f["sender"])
+                preexec = mw.preexec if mw else clamp.preexec if clamp else None
                 senders.append((k, f, subprocess.Popen(_netns_exec(ns[f["sender"]], *args), stdout=subprocess.PIPE,
-                                                       stderr=subprocess.PIPE, text=True,
-                                                       preexec_fn=clamp.preexec if clamp else None)))
+                                                       stderr=subprocess.PIPE, text=True, preexec_fn=preexec)))
             t_end = time.monotonic() + 30
             while not all((Path(tmp) / f"sender-ready{k}").exists() for k, _, _ in senders):
                 if time.monotonic() > t_end or any(p.poll() is not None for _, _, p in senders):
@@ -190,6 +231,15 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
             link_stats = emu.stop()
             link_stats["links"] = link_stats.get("links", []) + devices
             clamp_status = clamp.close() if clamp else None
+            mw_status = {h: {**m.ready, "final": m.close()} for h, m in daemons.items()}
+            mw_frames = []
+            # The daemons name connections by their 4-tuple; the run's flows by their names.
+            by_peer = {f"{net.flows[k][1].addr}:{_BASE_PORT + k}": f["name"] for k, f in enumerate(d["flows"])}
+            for h, m in daemons.items():
+                log = read_log(m.log_path)
+                log["t_s"] = log["t_s"] + m.ready["zero"] - t0  # the daemon's clock -> the run's
+                log["flow"] = [by_peer.get(x.split("->")[-1], x) for x in log["flow"]]
+                mw_frames.append(log[(log["t_s"] >= 0) & (log["t_s"] <= d["duration_s"])])
         links = pd.read_csv(spec["links_path"])
         links = links[(links["t_s"] >= 0) & (links["t_s"] <= d["duration_s"])]
         frames = []
@@ -205,8 +255,16 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
              "cwnd_clamp": None if clamp_status is None else {"caps_by_port": clamp_status["caps"],
                                                               "applied_pkts": clamp_status["applied"]},
              "deviations": net.deviations + flow_deviations(d)}
-    return _result(sc, d, frames, totals, link_stats, links, knobs, extra, time.perf_counter() - t_wall,
-                   __version__)
+    if mw_status:
+        extra["middleware"] = {"cap": sc.kernel.middleware_cap, "daemons": mw_status}
+    r = _result(sc, d, frames, totals, link_stats, links, knobs, extra, time.perf_counter() - t_wall, __version__)
+    if mw_frames:
+        mwt = pd.concat(mw_frames, ignore_index=True).sort_values(["t_s", "host"], kind="stable", ignore_index=True)
+        mwt.insert(0, "run", pd.Categorical([sc.name] * len(mwt)))
+        st = mwt["ca_state"]
+        mwt["ca_state"] = pd.Categorical([CA_STATES[int(x)] if pd.notna(x) else None for x in st], categories=CA_STATES)
+        r.middleware = mwt
+    return r
 
 
 def _result(sc: Scenario, d: dict[str, Any], frames: list[pd.DataFrame], totals: dict[int, dict[str, Any]],

@@ -7,6 +7,9 @@ kernel backend runs the S0 paper's iOS-like CUBIC (``cubic-ios``: C 0.25, beta 0
 ``cc_params.c``. It is registered with bpftool (aya cannot load struct_ops), its parameters are
 written to the map ``cclab_cubic_par``, and it is unregistered after the run (or by
 ``cclab kernel clean``). Registration is global: runs using it must not overlap.
+
+``cclab_cubic_mw`` (cclab_cubic_mw.bpf.c), the kernel's CUBIC with a per-socket window range for
+the S1 middleware, is registered the same way by ``kernel.middleware.MiddlewareCC``.
 """
 
 from __future__ import annotations
@@ -21,9 +24,13 @@ from pathlib import Path
 from . import binaries
 from .netns import KernelUnavailable
 
-__all__ = ["BpfCubic", "BPF_CUBIC", "object_path", "unregister_all"]
+__all__ = ["BpfCubic", "BPF_CUBIC", "BPF_CUBIC_MW", "object_path", "register", "newest_map_id", "unregister_all"]
 
 BPF_CUBIC = "cclab_cubic"
+#: The S1 middleware's CUBIC with a per-socket window range (cclab_cubic_mw.bpf.c, kernel/middleware.py).
+BPF_CUBIC_MW = "cclab_cubic_mw"
+#: Every BPF congestion control cclab registers.
+BPF_CCS = (BPF_CUBIC, BPF_CUBIC_MW)
 _AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 
 
@@ -47,25 +54,49 @@ def _bpftool(*args: str) -> str:
     return p.stdout
 
 
-def _unregister() -> None:
-    """Unregister every struct_ops map named cclab_cubic. One still used by a closing socket of
+def _unregister(name: str = BPF_CUBIC) -> None:
+    """Unregister every struct_ops map called ``name``. One still used by a closing socket of
     an earlier run answers "Operation now in progress": it is already out of the kernel's list
     of congestion controls and is freed when that socket goes, so that is not an error."""
     try:
-        _bpftool("struct_ops", "unregister", "name", BPF_CUBIC)
+        _bpftool("struct_ops", "unregister", "name", name)
     except KernelUnavailable as e:
         if "in progress" not in str(e):
             raise
-    if BPF_CUBIC in available():
-        raise KernelUnavailable(f"{BPF_CUBIC} is still registered after bpftool struct_ops unregister")
+    if name in available():
+        raise KernelUnavailable(f"{name} is still registered after bpftool struct_ops unregister")
+
+
+def register(name: str) -> None:
+    """Register the struct_ops congestion control ``name`` from ``object_path(name)`` (a crashed
+    run's registration is removed first)."""
+    obj = object_path(name)
+    if not obj.is_file():
+        raise KernelUnavailable(f"{obj} is not built: run `make bpf` (needs clang and bpftool; part of "
+                                "`make setup-test`)")
+    if name in available():
+        _unregister(name)
+    _bpftool("struct_ops", "register", str(obj))
+    if name not in available():
+        raise KernelUnavailable(f"bpftool registered {obj} but {name} is not an available congestion control")
+
+
+def newest_map_id(map_name: str) -> int:
+    """The id of the newest BPF map called ``map_name``: an earlier run's object lingers while a
+    socket of it is still closing (see _unregister)."""
+    ids = [m["id"] for m in json.loads(_bpftool("-j", "map", "show")) if m.get("name") == map_name]
+    if not ids:
+        raise KernelUnavailable(f"no BPF map named {map_name}")
+    return max(ids)
 
 
 def unregister_all() -> list[str]:
     """Unregister cclab's BPF congestion controls (after a crash). Returns their names."""
     done = []
-    if BPF_CUBIC in available():
-        _unregister()
-        done.append(BPF_CUBIC)
+    for name in BPF_CCS:
+        if name in available():
+            _unregister(name)
+            done.append(name)
     return done
 
 
@@ -77,25 +108,12 @@ class BpfCubic:
         self.params = dict(params)
 
     def __enter__(self) -> BpfCubic:
-        obj = object_path()
-        if not obj.is_file():
-            raise KernelUnavailable(f"{obj} is not built: run `make bpf` (needs clang and bpftool; part of "
-                                    "`make setup-test`)")
-        if BPF_CUBIC in available():  # a crashed run's registration: start clean
-            _unregister()
-        _bpftool("struct_ops", "register", str(obj))
-        if BPF_CUBIC not in available():
-            raise KernelUnavailable(f"bpftool registered {obj} but {BPF_CUBIC} is not an available congestion control")
+        register(BPF_CUBIC)
         try:
             p = self.params
             value = struct.pack("<4I", p.get("bic_scale", 41), p.get("beta", 717),
                                 1 if p.get("fast_convergence", 1) else 2, 1 if p.get("tcp_friendliness", 1) else 2)
-            # The newest map of that name is ours: an earlier run's object lingers while a
-            # socket of it is still closing (see _unregister).
-            ids = [m["id"] for m in json.loads(_bpftool("-j", "map", "show")) if m.get("name") == "cclab_cubic_par"]
-            if not ids:
-                raise KernelUnavailable("cclab_cubic registered but its map cclab_cubic_par is missing")
-            _bpftool("map", "update", "id", str(max(ids)), "key", "0", "0", "0", "0",
+            _bpftool("map", "update", "id", str(newest_map_id("cclab_cubic_par")), "key", "0", "0", "0", "0",
                      "value", *(str(b) for b in value))
         except BaseException:
             self.__exit__()
@@ -104,4 +122,4 @@ class BpfCubic:
 
     def __exit__(self, *exc: object) -> None:
         if BPF_CUBIC in available():
-            _unregister()
+            _unregister(BPF_CUBIC)

@@ -43,7 +43,7 @@ pub struct DataSeg {
 }
 
 /// An acknowledgement, with up to 4 SACK blocks (the first may be a D-SACK).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct AckSeg {
     /// Cumulative ACK: next byte expected.
     pub ack: u64,

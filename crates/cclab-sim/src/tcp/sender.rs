@@ -967,8 +967,8 @@ impl Sender {
     }
 
     /// Keep cwnd within the range set by [`Sender::set_cwnd_range`], if any: the upper bound
-    /// wins when the two cross, and `snd_cwnd_clamp` (which the range's upper bound lowers, as
-    /// the BPF clamp does on the kernel) caps both.
+    /// wins when the two cross, and `snd_cwnd_clamp` caps both (as `cclab_cubic_mw` with
+    /// `middleware_cap = "cc"` does on the kernel).
     pub(crate) fn apply_cwnd_range(&mut self) {
         let Some((lo, hi)) = self.cwnd_range else {
             return;
@@ -982,12 +982,10 @@ impl Sender {
     }
 
     /// Set (or with None clear) the window range [lower, upper], packets: taken from the next
-    /// ACK on, as the kernel's BPF map and clamp are. The upper bound also becomes
-    /// `snd_cwnd_clamp` (never above the flow's own cap), as `TCP_BPF_SNDCWND_CLAMP` sets it.
+    /// ACK on, as the kernel's BPF map is. The algorithm runs as before inside it
+    /// (`snd_cwnd_clamp` and ssthresh are untouched).
     pub fn set_cwnd_range(&mut self, range: Option<(u32, u32)>) {
         self.cwnd_range = range;
-        let cap = self.cfg.max_cwnd_pkts;
-        self.tp.snd_cwnd_clamp = range.map_or(cap, |(_, hi)| hi.clamp(1, cap));
     }
 
     /// `tcp_cong_control`: the algorithm's own `cong_control` (BBR), or PRR while reducing and

@@ -31,16 +31,20 @@ fn a_window_range_holds_on_ack_at_the_end_of_recovery_and_after_a_timeout() {
     // No timestamps, so that the recovery below is not undone (Eifel) and ends at ssthresh.
     let mut s = sender_with(false, u32::MAX);
     warm_up(&mut s);
-    // Upper bound 15 below cwnd 20: taken on the next ACK, and it is also snd_cwnd_clamp.
+    // Upper bound 15 below cwnd 20: taken on the next ACK; the flow's clamp is untouched.
     s.set_cwnd_range(Some((12, 15)));
-    assert_eq!(s.tp.snd_cwnd_clamp, 15);
+    assert_eq!(s.tp.snd_cwnd_clamp, u32::MAX);
     assert_eq!(s.tp.snd_cwnd, 20, "not before the next ACK");
     on_ack(&mut s, 20 * MS, ack(11, &[], 0));
     assert_eq!(s.tp.snd_cwnd, 15);
     // A loss: recovery ends with cwnd = ssthresh (Reno: half of 15), put into the range.
     on_ack(&mut s, 21 * MS, ack(11, &[(12, 16)], 0));
     assert_eq!(s.tp.ca_state, CaState::Recovery);
-    assert!(s.tp.snd_cwnd >= 12, "PRR stays above the floor: {}", s.tp.snd_cwnd);
+    assert!(
+        s.tp.snd_cwnd >= 12,
+        "PRR stays above the floor: {}",
+        s.tp.snd_cwnd
+    );
     on_ack(&mut s, 30 * MS, ack(30, &[], 0));
     assert_eq!(s.tp.ca_state, CaState::Open);
     // tcp_fastretrans_alert ends recovery (cwnd = ssthresh 7, put to 12) before this ACK's
@@ -52,21 +56,22 @@ fn a_window_range_holds_on_ack_at_the_end_of_recovery_and_after_a_timeout() {
     s.on_timer(rto_at, &mut out);
     assert_eq!(s.tp.ca_state, CaState::Loss);
     assert_eq!(s.tp.snd_cwnd, 12, "in flight + 1 is below the floor");
-    // Cleared: the flow's own clamp comes back, and cwnd grows past 15 again.
     s.set_cwnd_range(None);
     assert_eq!(s.tp.snd_cwnd_clamp, u32::MAX);
 }
 
 #[test]
-fn the_upper_bound_wins_when_the_two_cross_and_the_flow_cap_stays() {
+fn the_upper_bound_wins_when_the_two_cross_and_the_flow_cap_caps_both() {
     let mut s = sender_with(true, u32::MAX);
     warm_up(&mut s);
     s.set_cwnd_range(Some((30, 25)));
     on_ack(&mut s, 20 * MS, ack(11, &[], 11));
     assert_eq!(s.tp.snd_cwnd, 25);
+    // The flow's own cap still caps the range.
     let mut s = sender_with(true, 18);
-    s.set_cwnd_range(Some((5, 25)));
-    assert_eq!(s.tp.snd_cwnd_clamp, 18, "never above the flow's own cap");
-    s.set_cwnd_range(None);
-    assert_eq!(s.tp.snd_cwnd_clamp, 18);
+    s.set_cwnd_range(Some((30, 40)));
+    let mut out = Vec::new();
+    s.on_start(0, &mut out);
+    on_ack(&mut s, 10 * MS, ack(10, &[], 1));
+    assert_eq!(s.tp.snd_cwnd, 18);
 }
