@@ -178,3 +178,28 @@ def test_nothing_is_left_behind(tmp_path):
         assert bpfcc.unregister_all() == [bpfcc.BPF_CUBIC_MW]
     assert bpfcc.BPF_CUBIC_MW not in bpfcc.available()
     assert not [n for n in netns.list_namespaces() if n.startswith(f"cclab-mk{os.getpid() % 10000}")]
+
+
+@root_only
+@mw_built
+def test_terminals_count_each_other_through_the_cell_in_cclab_link() -> None:
+    """S1 on the kernel backend: three tablets on one DCF cell inside cclab-link, each with its
+    daemon. The daemons' limited broadcasts go station -> AP -> every station through the cell
+    (as in the simulator), so every terminal counts the three (less when the AP's queue, full of
+    ACKs, drops a relayed datagram, as in the simulator; never more); the ranges the daemons set
+    hold on the real sockets (cwnd read back after each step)."""
+    from cclab.kernel.backend import run_kernel
+    from cclab.scenario import load_scenario
+
+    sc = load_scenario("s1-tablets-3", duration_s=8, **{"middleware.table": "improved"})
+    r = run_kernel(sc)
+    m = r.middleware
+    assert m is not None and set(m["host"]) == {"t1", "t2", "t3"}
+    late = m[m["t_s"] > 1.5]
+    assert len(late) >= 3 * 10 and late["n"].between(1, 3).all(), late["n"].value_counts()
+    assert (late["n"] == 3).mean() > 0.5 and set(late[late["n"] == 3]["host"]) == {"t1", "t2", "t3"}
+    active = late.dropna(subset=["lower_pkts", "cwnd_after_pkts"])
+    assert len(active) >= 20
+    inside = (active["cwnd_after_pkts"] >= active["lower_pkts"]) & (active["cwnd_after_pkts"] <= active["upper_pkts"])
+    assert inside.mean() >= 0.95, active[~inside]
+    assert r.summary["deviations"] == []
