@@ -118,7 +118,8 @@ class S1Config:
     @classmethod
     def make(cls, quick: bool = False, reps: int | None = None, **kw: Any) -> "S1Config":
         if quick:
-            return cls(reps=reps or 1, quick=True, duration_s=30.0, scaling_n=[1, 3, 6], ablation_n=[1, 6], **kw)
+            kw = {"duration_s": 30.0, "scaling_n": [1, 3, 6], "ablation_n": [1, 6], **kw}
+            return cls(reps=reps or 1, quick=True, **kw)
         return cls(reps=reps or 5, **kw)
 
 
