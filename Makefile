@@ -2,7 +2,7 @@
 PY ?= python3
 PIP ?= $(PY) -m pip
 
-.PHONY: setup setup-test bpf run test test-rust test-python bench bench-study bench-emu lint clean
+.PHONY: setup setup-test bpf run test test-rust test-python bench bench-study bench-study-s1 bench-emu lint clean
 
 # Installs the Python package (building the Rust core with maturin) and its test dependencies.
 setup:
@@ -58,10 +58,16 @@ bench:
 	./target/release/cclab-bench --all-cc
 	@echo "-- parking lot: 3 bottlenecks, 30 CUBIC flows, 100 s (bench/parking-lot-30.json)"
 	./target/release/cclab-bench bench/parking-lot-30.json | grep -v '^flow='
+	@echo "-- S1: 6 smartphones on one 802.11g DCF cell, 512 ms RTT, middleware on, 60 s (bench/s1-phones-6-mw.json)"
+	./target/release/cclab-bench bench/s1-phones-6-mw.json | grep -v '^flow='
 
 # The full S0 study's wall time (a fresh cache, every core).
 bench-study: setup
 	rm -rf bench-out/s0 && /usr/bin/time -v cclab study s0 -o bench-out/s0 2>&1 | grep -E "runs in|Elapsed|Maximum resident"
+
+# The full S1 study's wall time (a fresh cache, every core).
+bench-study-s1: setup
+	rm -rf bench-out/s1 && /usr/bin/time -v cclab study s1 -o bench-out/s1 2>&1 | grep -E "runs in|Elapsed|Maximum resident"
 
 # cclab-link (root): throughput at 0 and 50 ms versus a veth pair, CPU per Gbit/s, delay error.
 bench-emu:

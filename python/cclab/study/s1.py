@@ -97,6 +97,8 @@ ABLATIONS: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
     "cpu_5mbps": ("terminal CPU takes 5 Mbit/s of packets (30 as shipped)",
                   _terminals_host(device_rate_bps=5_000_000)),
     "no_delayed_ack": ("the server ACKs every segment (twice the ACKs through the AP)", _each_flow("delayed_ack", False)),
+    "per_ack_growth": ("one cwnd growth step per ACK, as the phones' Linux 3.4 (per acked segment as shipped)",
+                       _each_flow("ack_counting", "acks")),
 }
 
 
