@@ -89,6 +89,7 @@ Examples:
   cclab study s1 -o out/s1                 # the full S1 study (N = 1..20, 5 runs per point)
   cclab study s1 --quick -o out/s1-quick   # a reduced grid in seconds
   cclab study s1 --reps 10 --jobs 8
+  sudo cclab study s1 --backend kernel --quick -o out/s1-kernel   # the grids on the real kernel
 """
 )
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), default="out/s1", show_default=True,
@@ -98,13 +99,24 @@ Examples:
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Parallel runs (default: every core).")
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="local processes, or a Ray cluster (pip install 'cclab[ray]').")
-def s1(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: str) -> None:
+@click.option("--backend", type=click.Choice(["sim", "kernel"]), default="sim", show_default=True,
+              help="The simulator, or this machine's Linux kernel (root; real time, one run at a time; the "
+                   "ablation stays with the simulator; --quick is about 25 minutes).")
+def s1(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: str, backend: str) -> None:
     """S1: N terminals on one 802.11g AP with the cooperative cwnd-clamping middleware. Total
     throughput vs N (Fig. 4), the middleware variants (Figs. 5, 11, 12), cwnd traces (Figs. 6-10),
     the paper's gains beside ours, and an ablation of the collapse with N."""
     from .study.s1 import S1Config, run_s1
 
-    cfg = S1Config.make(quick=quick, reps=reps, jobs=jobs, executor=executor)
+    if backend == "kernel":
+        from .kernel.netns import KernelUnavailable, require_root
+
+        try:
+            require_root()
+        except KernelUnavailable as e:
+            err.print(f"[bold red]error:[/] {e}", highlight=False)
+            sys.exit(2)
+    cfg = S1Config.make(quick=quick, reps=reps, jobs=jobs, executor=executor, backend=backend)
     with Progress(TextColumn("[bold]study s1"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TimeRemainingColumn(), console=err, transient=True) as bar:
         task = bar.add_task("runs", total=None)

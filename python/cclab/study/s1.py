@@ -116,17 +116,24 @@ class S1Config:
     ablation_n: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5, 6])
     ablations: list[str] = field(default_factory=lambda: list(ABLATIONS))
     variants: list[str] = field(default_factory=lambda: list(MIDDLEWARE_VARIANTS))
+    #: "sim", or "kernel": the scaling and middleware grids on this machine's Linux (root; real
+    #: time, one run at a time; the ablation stays with the simulator, whose knobs the kernel
+    #: does not all have).
+    backend: str = "sim"
 
     @classmethod
     def make(cls, quick: bool = False, reps: int | None = None, **kw: Any) -> "S1Config":
+        if kw.get("backend") == "kernel":
+            kw = {"ablations": [], **kw}
         if quick:
             kw = {"duration_s": 30.0, "scaling_n": [1, 3, 6], "ablation_n": [1, 6], **kw}
             return cls(reps=reps or 1, quick=True, **kw)
         return cls(reps=reps or 5, **kw)
 
 
-def _spec(d: dict[str, Any], rep: int, labels: dict[str, Any], keep_trace: bool = False) -> RunSpec:
-    return RunSpec(d, (), derive_seed(1, rep), tuple(labels.items()), keep_trace)
+def _spec(d: dict[str, Any], rep: int, labels: dict[str, Any], keep_trace: bool = False,
+          backend: str = "sim") -> RunSpec:
+    return RunSpec(d, (), derive_seed(1, rep), tuple(labels.items()), keep_trace, backend=backend)
 
 
 def plan(cfg: S1Config) -> list[RunSpec]:
@@ -136,14 +143,16 @@ def plan(cfg: S1Config) -> list[RunSpec]:
         for n in cfg.scaling_n:
             for rep in range(cfg.reps):
                 specs.append(_spec(s1_scenario(n, terminal, duration_s=cfg.duration_s), rep,
-                                   {"part": "scaling", "terminal": terminal, "n_terminals": n, "variant": "off", "rep": rep}))
+                                   {"part": "scaling", "terminal": terminal, "n_terminals": n, "variant": "off", "rep": rep},
+                                   backend=cfg.backend))
         for n in cfg.middleware_n:
             for v in cfg.variants:
                 mw = MIDDLEWARE_VARIANTS[v]
                 for rep in range(cfg.reps):
                     d = s1_scenario(n, terminal, duration_s=cfg.duration_s, middleware=mw)
                     specs.append(_spec(d, rep, {"part": "middleware", "terminal": terminal, "n_terminals": n, "variant": v,
-                                                "rep": rep}, keep_trace=(rep == 0 and n == max(cfg.middleware_n))))
+                                                "rep": rep}, keep_trace=(rep == 0 and n == max(cfg.middleware_n)),
+                                       backend=cfg.backend))
     for name in cfg.ablations:
         _, change = ABLATIONS[name]
         for n in cfg.ablation_n:
@@ -232,9 +241,13 @@ def run_s1(out_dir: str | Path, cfg: S1Config, progress: Callable[[int, int], No
     sweep = run_sweep(plan(cfg), out / "cache", cfg.jobs, cfg.executor, progress)
     runs = _per_run(sweep.runs)
     metrics = ["total_mbps", "jain"]
-    scaling = aggregate(runs[runs["part"] == "scaling"], ["terminal", "n_terminals"], metrics)
-    middleware = aggregate(runs[runs["part"] == "middleware"], ["terminal", "n_terminals", "variant"], metrics)
-    ablation = aggregate(runs[runs["part"] == "ablation"], ["ablation", "n_terminals"], metrics)
+    def agg(part: str, by: list[str]) -> pd.DataFrame:
+        rows = runs[runs["part"] == part] if "part" in runs else runs.iloc[0:0]
+        return aggregate(rows, by, metrics) if len(rows) else pd.DataFrame()
+
+    scaling = agg("scaling", ["terminal", "n_terminals"])
+    middleware = agg("middleware", ["terminal", "n_terminals", "variant"])
+    ablation = agg("ablation", ["ablation", "n_terminals"])
     if len(ablation):
         order = {a: i for i, a in enumerate(ABLATIONS)}
         ablation = ablation.sort_values(["ablation", "n_terminals"], key=lambda s: s.map(order) if s.name == "ablation" else s)

@@ -61,7 +61,8 @@ def write_s1_report(res: Any) -> Path:
         "<!doctype html><html><head><meta charset='utf-8'><title>cclab study s1</title>",
         f"<style>{_CSS}</style></head><body>",
         "<h1>S1: cooperative cwnd clamping for terminals on one WLAN AP</h1>",
-        f"<p class='meta'>cclab {html.escape(__version__)} &middot; simulator &middot; "
+        f"<p class='meta'>cclab {html.escape(__version__)} &middot; "
+        f"{'Linux kernel' if cfg.backend == 'kernel' else 'simulator'} backend &middot; "
         f"{'quick grid' if cfg.quick else 'full grid'} &middot; {cfg.reps} run(s) per point &middot; "
         f"{len(res.runs)} runs in {res.wall_s:.1f} s &middot; {len(res.failures)} failed &middot; "
         f"{cfg.duration_s:g} s per run</p>",
