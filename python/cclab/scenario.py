@@ -338,6 +338,19 @@ class DcfMedium(_Model):
     #: ... or per port, one entry per node.
     frame_error_rates: list[Prob] = Field(default_factory=list)
     delay_ms: float = Field(default=0.0, ge=0)
+    #: Per-station rate adaptation of data frames: "none" (every frame at ``data_rate_bps``),
+    #: "arf" (Auto Rate Fallback) or "aarf" (adaptive ARF), as ns-3's ArfWifiManager and
+    #: AarfWifiManager; stations start at ``data_rate_bps`` (the standard's top rate by default),
+    #: and a collision counts as a failure like a frame error.
+    rate_adaptation: Literal["none", "arf", "aarf"] = "none"
+    #: ARF/AARF: consecutive failed attempts that step a rate down.
+    arf_failure_threshold: int = Field(default=2, ge=1)
+    #: ARF/AARF: consecutive successes that step a rate up (AARF: the minimum).
+    arf_success_threshold: int = Field(default=10, ge=1)
+    #: ARF/AARF: transmissions since the last change that step a rate up (AARF: the minimum).
+    arf_timer_threshold: int = Field(default=15, ge=1)
+    #: AARF: the largest success threshold (doubled after each failed probe).
+    aarf_max_success_threshold: int = Field(default=60, ge=1)
 
     @model_validator(mode="after")
     def _ports(self) -> "DcfMedium":
@@ -359,7 +372,15 @@ class DcfMedium(_Model):
                 d[k] = int(round(d[k]))
         if not d.get("frame_error_rates"):
             d.pop("frame_error_rates", None)
+        # Rate adaptation's fields at their defaults stay out (the core has the same defaults).
+        for k in _RATE_ADAPTATION_FIELDS:
+            if d.get(k) == DcfMedium.model_fields[k].default:
+                d.pop(k)
         return d
+
+
+_RATE_ADAPTATION_FIELDS = ("rate_adaptation", "arf_failure_threshold", "arf_success_threshold",
+                           "arf_timer_threshold", "aarf_max_success_threshold")
 
 
 MEDIUM_KINDS = ("shared", "dcf")

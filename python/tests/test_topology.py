@@ -239,11 +239,37 @@ def test_a_dcf_cell_carries_uploads_and_its_ap_queue_drops_acks():
     assert six.summary["paths"]["flow5"]["fwd"] == ["cell:sta5>ap", "ap-srv.fwd"]
 
 
+def test_dcf_rate_adaptation_turns_collisions_into_low_rates():
+    """ARF on the cell: one station and the AP rarely collide and stay near 54 Mbit/s; with four
+    uploading stations collisions step every sender down and the total collapses, where the
+    constant-rate cell holds its total. Off by default: the core spec does not carry it."""
+    from cclab import simulate
+
+    def total(n: int, mode: str) -> float:
+        d = dcf_cell(n, queue_pkts=100, rate_adaptation=mode)
+        d["duration_s"] = 20
+        return sum(f["goodput_bps"] for f in simulate(d).summary["flows"]) / 1e6
+
+    assert total(1, "arf") == pytest.approx(total(1, "none"), rel=0.02)
+    assert total(4, "arf") < 0.5 * total(4, "none")
+    spec = load_scenario(dcf_cell(2)).media[0].core_spec()
+    assert not any(k.startswith(("rate_adaptation", "arf_", "aarf_")) for k in spec), spec
+    spec = load_scenario(dcf_cell(2, rate_adaptation="aarf", arf_success_threshold=12)).media[0].core_spec()
+    assert (spec["rate_adaptation"], spec["arf_success_threshold"]) == ("aarf", 12)
+    assert "arf_failure_threshold" not in spec
+
+
 def test_dcf_errors_are_named():
     assert "media[0].queue_pkts_by_node" in str(problems(dcf_cell(2, queue_pkts_by_node={"nobody": 3})))
     assert "frame_error_rates" in str(problems(dcf_cell(2, frame_error_rates=[0.1])))
     assert "standard" in str(problems(dcf_cell(2, standard="802.11ax")))
     assert "retry_limit" in str(problems(dcf_cell(2, retry_limit=0)))
+    assert "media[0].rate_adaptation" in problems(dcf_cell(2, rate_adaptation="minstrel"))
+    assert "media[0].arf_failure_threshold" in problems(dcf_cell(2, arf_failure_threshold=0))
+    # The core's checks: a top rate outside the standard's set, AARF's bound below its minimum.
+    assert "media[0].spec.data_rate_bps" in problems(dcf_cell(2, rate_adaptation="arf", data_rate_bps=50e6))
+    assert "media[0].spec.aarf_max_success_threshold" in problems(
+        dcf_cell(2, rate_adaptation="aarf", arf_success_threshold=20, aarf_max_success_threshold=15))
     d = wlan_cell(2)
     d["media"][0]["rate_bps"] = 0
     assert "media[0].rate_bps" in str(problems(d))

@@ -5,7 +5,7 @@
 //! Bianchi's figures are printed with `cargo test --release -p cclab-net --test dcf --
 //! --nocapture` (they are the ones in docs/dcf.md).
 
-use cclab_net::dcf::{DcfParams, Standard};
+use cclab_net::dcf::{DcfParams, RateAdaptation, Standard};
 use cclab_net::*;
 
 /// (source port, id, bytes).
@@ -31,6 +31,8 @@ struct Saturated {
     /// Delivery times.
     times: Vec<u64>,
     params: DcfParams,
+    /// Mean data rate over every station's attempts, bit/s.
+    mean_rate_bps: f64,
 }
 
 /// `n` stations (ports 1..=n) always backlogged with 1500 B packets to the access point
@@ -66,11 +68,16 @@ fn saturate(spec: DcfSpec, n: usize, seconds: u64, seed: u64) -> Saturated {
         let m = c.station_stats(s);
         (a + m.attempts, k + m.collisions)
     });
+    let mean_rate_bps = (1..=n)
+        .map(|s| c.mean_rate_bps(s).unwrap_or(0.0) * c.station_stats(s).attempts as f64)
+        .sum::<f64>()
+        / attempts as f64;
     Saturated {
         throughput_bps: times.len() as f64 * f64::from(PAYLOAD_BYTES) * 8.0 / seconds as f64,
         collision_p: collisions as f64 / attempts as f64,
         times,
         params: c.params().clone(),
+        mean_rate_bps,
     }
 }
 
@@ -387,4 +394,48 @@ fn bad_specs_name_the_field() {
     let toml_like: Result<DcfSpec, _> =
         serde_json::from_str(r#"{"standard": "802.11g", "retry_limits": 7}"#);
     assert!(toml_like.unwrap_err().to_string().contains("retry_limits"));
+}
+
+#[test]
+fn rate_adaptation_off_changes_nothing_and_arf_turns_collisions_into_low_rates() {
+    // A spec that names "none" is the default spec; ARF with one station (no failures) never
+    // moves and draws nothing: the same deliveries at the same times.
+    let named: DcfSpec = serde_json::from_str(r#"{"rate_adaptation": "none"}"#).unwrap();
+    assert_eq!(named, DcfSpec::default());
+    let arf = DcfSpec {
+        rate_adaptation: RateAdaptation::Arf,
+        ..DcfSpec::default()
+    };
+    let aarf = DcfSpec {
+        rate_adaptation: RateAdaptation::Aarf,
+        ..DcfSpec::default()
+    };
+    let none_1 = saturate(DcfSpec::default(), 1, 2, 9);
+    assert_eq!(saturate(arf.clone(), 1, 2, 9).times, none_1.times);
+    assert_eq!(saturate(aarf.clone(), 1, 2, 9).times, none_1.times);
+    // With N saturated stations collisions step ARF down: the mean rate and the cell's
+    // throughput fall with N, where a constant 54 Mbit/s cell loses little (Bianchi).
+    println!("n, none Mbit/s, ARF Mbit/s, ARF mean rate, AARF Mbit/s, AARF mean rate");
+    let mut last = (f64::MAX, f64::MAX);
+    for n in [1, 2, 5, 10, 20] {
+        let none = saturate(DcfSpec::default(), n, 30, 1);
+        let a = saturate(arf.clone(), n, 30, 1);
+        let aa = saturate(aarf.clone(), n, 30, 1);
+        println!(
+            "{n:2} {:7.3} {:7.3} {:5.1} {:7.3} {:5.1}",
+            none.throughput_bps / 1e6,
+            a.throughput_bps / 1e6,
+            a.mean_rate_bps / 1e6,
+            aa.throughput_bps / 1e6,
+            aa.mean_rate_bps / 1e6
+        );
+        assert_eq!(none.mean_rate_bps, 54e6);
+        assert!(a.throughput_bps <= none.throughput_bps);
+        if n <= 10 {
+            assert!(a.mean_rate_bps < last.0 || n == 1, "n = {n}");
+            assert!(a.throughput_bps < last.1 || n == 1, "n = {n}");
+        }
+        last = (a.mean_rate_bps, a.throughput_bps);
+    }
+    assert!(last.1 < 0.5 * saturate(DcfSpec::default(), 20, 30, 1).throughput_bps);
 }

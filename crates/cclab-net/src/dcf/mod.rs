@@ -33,6 +33,15 @@
 //! - **Airtimes** ([`phy`]): PHY preamble and header, MAC header + LLC/SNAP + FCS around the
 //!   packet's wire bytes, OFDM symbol rounding and the 2.4 GHz signal extension; presets for
 //!   802.11b, 802.11g and 802.11n ([`Standard`]), every value overridable in [`DcfSpec`].
+//! - **Rate adaptation** ([`rate`], `rate_adaptation`, default off). With `"arf"` or `"aarf"`
+//!   each port keeps, per destination port (as ns-3 keeps a state per remote station), a rate
+//!   on the ladder of the standard's rates (up to `data_rate_bps`, where it starts), moved by
+//!   the outcome of each of its data frames: a collision and a frame error are both failures
+//!   (an RTS that fails is not reported, as in ns-3). A data frame's airtime is at its
+//!   sender's current rate, in a collision too; its Ack goes at the highest basic rate not above
+//!   that rate (or at `control_rate_bps` when it is set). RTS and CTS stay at the control rate.
+//!   [`DcfCell::rate_bps`] is a port's current rate toward a destination; the MAC counters
+//!   count the steps and the attempts at each rate.
 //! - A delivered packet comes out at its destination port when its data frame ends, plus
 //!   `delay_ms`.
 //! - **Lanes**: one per port. `enqueued_pkts`, `dropped_queue_full_pkts`,
@@ -48,7 +57,7 @@
 //! - Access without backoff is taken at a slot boundary (at most one slot late), not at any
 //!   instant, so every transmission starts on the common grid.
 //! - No capture, no hidden or exposed terminals, no NAV beyond the exchange itself (everyone
-//!   hears everyone), no rate adaptation, no aggregation (A-MPDU, A-MSDU, block Ack), no EDCA
+//!   hears everyone), no aggregation (A-MPDU, A-MSDU, block Ack), no EDCA
 //!   (one DCF queue per port, AIFS = DIFS), no fragmentation, no beacons or management frames.
 //!
 //! # Time, determinism, ties
@@ -67,21 +76,29 @@
 //!   stream given to [`DcfCell::new`], so the same seed gives the same run bit for bit.
 
 pub mod phy;
+pub mod rate;
 pub mod spec;
+mod station;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_rate;
 #[cfg(test)]
 mod tests_spec;
 
 pub use phy::Standard;
+pub use rate::{RateAdaptation, Step};
 pub use spec::{DcfParams, DcfSpec};
+pub use station::{DcfStationStats, MAX_RATES};
+
+use rate::Arf;
+use station::{Attempt, InFlight, Station, Waiting};
 
 use crate::link::{DropReason, Dropped, LinkStats};
 use crate::medium::Medium;
 use crate::packet::NetPacket;
 use rand::{Rng, RngCore};
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
 use std::collections::VecDeque;
 
 /// The destination port of a broadcast frame ([`Medium::enqueue`]'s `to`): sent once at the
@@ -90,74 +107,6 @@ use std::collections::VecDeque;
 /// sender's lane's far end (the driver hands it to every other port). It counts in the sender's
 /// lane like any frame (`enqueued_pkts`, `tx_bytes`) and in `delivered_*` of the sender's lane.
 pub const BROADCAST: usize = usize::MAX;
-
-/// A port's MAC counters, besides its lane's [`LinkStats`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct DcfStationStats {
-    /// Transmission attempts: first tries and retries (with RTS/CTS, the RTS starts one).
-    pub attempts: u64,
-    /// Attempts that collided.
-    pub collisions: u64,
-    /// Attempts that did not collide but were lost to the frame error rate.
-    pub frame_errors: u64,
-    /// Frames acknowledged.
-    pub successes: u64,
-    /// Frames dropped at the retry limit.
-    pub retry_drops: u64,
-}
-
-#[derive(Debug)]
-struct Waiting<P> {
-    to: usize,
-    bytes: u32,
-    pkt: P,
-}
-
-#[derive(Debug)]
-struct InFlight<P> {
-    arrival_ns: u64,
-    to: usize,
-    bytes: u32,
-    pkt: P,
-}
-
-/// One contender.
-#[derive(Debug)]
-struct Station<P> {
-    /// Frames waiting; the front one may be on the air (a delivered frame leaves it when its
-    /// exchange starts, so it may already be gone while `sending`).
-    queue: VecDeque<Waiting<P>>,
-    /// Frames held, the one in an exchange included (what the queue limit counts).
-    pkts: u32,
-    /// Bytes held, likewise.
-    bytes: u64,
-    /// Backoff pending: while the medium is idle, slots from the idle period's first boundary
-    /// (the station transmits at `idle_from + DIFS + k slots`); while busy, the frozen count.
-    /// None: no backoff pending (or, while `sending`, the exchange consumed it).
-    backoff: Option<u64>,
-    /// Contention window, slots (CWmin..=CWmax).
-    cw: u32,
-    /// Failed attempts of the front frame.
-    failures: u32,
-    /// In the exchange on the air.
-    sending: bool,
-    /// Frame error rate of this port.
-    fer: f64,
-    /// Its queue limit, packets.
-    queue_limit_pkts: Option<u32>,
-    mac: DcfStationStats,
-}
-
-/// One sender's part in the exchange on the air.
-#[derive(Debug, Clone, Copy)]
-struct Attempt {
-    port: usize,
-    /// A broadcast frame (one attempt only).
-    broadcast: bool,
-    /// Wire bytes of its frame.
-    bytes: u32,
-    delivered: bool,
-}
 
 /// An 802.11 DCF cell of N ports carrying packets of type `P` (see the module doc).
 #[derive(Debug)]
@@ -195,6 +144,11 @@ impl<P: NetPacket> DcfCell<P> {
     /// backoffs and frame errors from `rng`. The medium is idle from time 0.
     pub fn new(spec: DcfSpec, ports: usize, rng: ChaCha8Rng) -> Self {
         let params = spec.params();
+        let arf = if params.rate_adaptation.is_none() {
+            Vec::new()
+        } else {
+            vec![Arf::new(&params.arf, params.rates_bps.len()); ports]
+        };
         let stations = (0..ports)
             .map(|k| Station {
                 queue: VecDeque::new(),
@@ -210,6 +164,7 @@ impl<P: NetPacket> DcfCell<P> {
                     .copied()
                     .unwrap_or(spec.frame_error_rate),
                 queue_limit_pkts: spec.port_queue_pkts(k),
+                arf: arf.clone(),
                 mac: DcfStationStats::default(),
             })
             .collect();
@@ -239,6 +194,41 @@ impl<P: NetPacket> DcfCell<P> {
         self.stations
             .get(port)
             .map_or(&self.mac_stats_empty, |s| &s.mac)
+    }
+
+    /// The data rates a station can be at, slowest first (the ladder; one rate without rate
+    /// adaptation). [`DcfStationStats::attempts_by_rate`] is indexed like it.
+    pub fn rates_bps(&self) -> &[u64] {
+        &self.params.rates_bps
+    }
+
+    /// The rate of `port`'s next data frame to port `to`, bit/s: each port keeps a rate per
+    /// destination (a station of a WLAN has one, the access point; the access point one per
+    /// station). None: no such port.
+    pub fn rate_bps(&self, port: usize, to: usize) -> Option<u64> {
+        let s = self.stations.get(port)?;
+        if to >= self.stations.len() {
+            return None;
+        }
+        Some(self.params.rates_bps[s.rate_index(to, self.top_rate())])
+    }
+
+    /// `port`'s mean data rate over its unicast attempts, bit/s (each attempt weighs its
+    /// rate; None: no attempt yet, or no such port).
+    pub fn mean_rate_bps(&self, port: usize) -> Option<f64> {
+        let by_rate = &self.stations.get(port)?.mac.attempts_by_rate;
+        let n: u64 = by_rate.iter().sum();
+        let bits: f64 = by_rate
+            .iter()
+            .zip(&self.params.rates_bps)
+            .map(|(&k, &r)| k as f64 * r as f64)
+            .sum();
+        (n > 0).then(|| bits / n as f64)
+    }
+
+    /// The fastest rate's index in the ladder.
+    fn top_rate(&self) -> usize {
+        self.params.rates_bps.len() - 1
     }
 
     /// Backoff slots `port` still has to count at `now_ns` (frozen while the medium is busy);
@@ -321,7 +311,9 @@ impl<P: NetPacket> DcfCell<P> {
                     self.attempts.push(Attempt {
                         port,
                         broadcast: to == BROADCAST,
+                        to,
                         bytes,
+                        rts: false,
                         delivered: false,
                     });
                 }
@@ -338,6 +330,7 @@ impl<P: NetPacket> DcfCell<P> {
         debug_assert!(!self.attempts.is_empty());
         let collided = self.attempts.len() > 1;
         let timeout = p.response_timeout_ns();
+        let top = p.rates_bps.len() - 1;
         let mut end = t;
         for a in &mut self.attempts {
             let s = &mut self.stations[a.port];
@@ -345,10 +338,15 @@ impl<P: NetPacket> DcfCell<P> {
             let to = s.queue.front().map_or(a.port, |w| w.to);
             let broadcast = to == BROADCAST;
             let rts = !broadcast && p.uses_rts(a.bytes);
+            a.rts = rts;
+            // The sender's current rate to `to` (the ladder's top without rate adaptation).
+            let k = s.rate_index(to, top);
+            let rate_bps = p.rates_bps[k];
             let data_ns = if broadcast {
                 p.broadcast_ns(a.bytes)
             } else {
-                p.data_ns(a.bytes)
+                s.mac.attempts_by_rate[k.min(MAX_RATES - 1)] += 1;
+                p.data_ns_at(a.bytes, rate_bps)
             };
             // A broadcast's sender waits for no response.
             let timeout = if broadcast { 0 } else { timeout };
@@ -391,7 +389,7 @@ impl<P: NetPacket> DcfCell<P> {
                 end = if broadcast {
                     data_end
                 } else {
-                    data_end.saturating_add(p.sifs_ns + p.ack_ns())
+                    data_end.saturating_add(p.sifs_ns + p.ack_ns_at(rate_bps))
                 };
             }
         }
@@ -402,9 +400,26 @@ impl<P: NetPacket> DcfCell<P> {
     /// The end of the exchange on the air, at `end`: outcomes, CW, drops, new backoffs.
     fn finish(&mut self, end: u64) {
         let p = &self.params;
+        let collided = self.attempts.len() > 1;
         for a in self.attempts.drain(..) {
             let s = &mut self.stations[a.port];
             s.sending = false;
+            // Rate adaptation hears of every unicast data frame's outcome; an RTS that failed
+            // is not reported (ns-3 `DoReportRtsFailed` does nothing in ARF and AARF).
+            if let Some(arf) = s.arf.get_mut(a.to) {
+                let step = if a.delivered {
+                    arf.on_success(&p.arf)
+                } else if collided && a.rts {
+                    None
+                } else {
+                    arf.on_failure(&p.arf)
+                };
+                match step {
+                    Some(Step::Up) => s.mac.rate_increases += 1,
+                    Some(Step::Down) => s.mac.rate_decreases += 1,
+                    None => {}
+                }
+            }
             let gone = if a.delivered {
                 s.mac.successes += 1;
                 true

@@ -38,6 +38,16 @@ pub const HT_MCS_RATES_BPS: [u64; 8] = [
     6_500_000, 13_000_000, 19_500_000, 26_000_000, 39_000_000, 52_000_000, 58_500_000, 65_000_000,
 ];
 
+/// The 802.11b rate set, bit/s: DSSS 1 and 2 Mbit/s (Clause 15), HR-DSSS 5.5 and 11 Mbit/s
+/// (Clause 16).
+pub const DSSS_RATES_BPS: [u64; 4] = [1_000_000, 2_000_000, 5_500_000, 11_000_000];
+
+/// The ERP-OFDM rate set of 802.11g, bit/s (802.11-2016 Clause 18 with Table 17-4's OFDM rates
+/// for 20 MHz: N_DBPS 24, 36, 48, 72, 96, 144, 192, 216 per 4 µs symbol).
+pub const ERP_OFDM_RATES_BPS: [u64; 8] = [
+    6_000_000, 9_000_000, 12_000_000, 18_000_000, 24_000_000, 36_000_000, 48_000_000, 54_000_000,
+];
+
 /// The PHY of a cell, which sets every default of a [`DcfSpec`](super::DcfSpec).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Standard {
@@ -61,6 +71,17 @@ impl Standard {
             Standard::Dot11b => "802.11b",
             Standard::Dot11g => "802.11g",
             Standard::Dot11n => "802.11n",
+        }
+    }
+
+    /// The rates a station of this PHY can send data frames at, slowest first (the ladder of
+    /// rate adaptation): 802.11b DSSS and HR-DSSS, 802.11g ERP-OFDM, 802.11n HT MCS 0-7 (one
+    /// stream, 20 MHz, long GI).
+    pub fn rates_bps(self) -> &'static [u64] {
+        match self {
+            Standard::Dot11b => &DSSS_RATES_BPS,
+            Standard::Dot11g => &ERP_OFDM_RATES_BPS,
+            Standard::Dot11n => &HT_MCS_RATES_BPS,
         }
     }
 
@@ -165,14 +186,21 @@ impl Preset {
     /// The rate of a control response to a frame sent at `data_rate_bps`: the highest basic
     /// rate not above it, else the lowest basic rate.
     pub fn control_rate_bps(&self, data_rate_bps: u64) -> u64 {
-        let lowest = self.basic_rates_bps.first().copied().unwrap_or(1_000_000);
-        self.basic_rates_bps
-            .iter()
-            .copied()
-            .filter(|&r| r <= data_rate_bps)
-            .max()
-            .unwrap_or(lowest)
+        control_rate_bps(self.basic_rates_bps, data_rate_bps)
     }
+}
+
+/// The rate of a control response to a frame sent at `data_rate_bps` in a BSS whose basic rate
+/// set is `basic_rates_bps`: the highest basic rate not above it, else the lowest basic rate
+/// (802.11-2012 9.7, as ns-3's `WifiRemoteStationManager::GetControlAnswerMode` quotes it).
+pub fn control_rate_bps(basic_rates_bps: &[u64], data_rate_bps: u64) -> u64 {
+    let lowest = basic_rates_bps.first().copied().unwrap_or(1_000_000);
+    basic_rates_bps
+        .iter()
+        .copied()
+        .filter(|&r| r <= data_rate_bps)
+        .max()
+        .unwrap_or(lowest)
 }
 
 /// One transmit mode: a layout, a preamble and header, a rate. All times in ns.
@@ -211,6 +239,12 @@ impl Mode {
             .unwrap_or(u64::MAX)
             .saturating_add(self.preamble_ns)
     }
+}
+
+/// A rate in Mbit/s as people write it: `54`, `5.5`, `6.5`.
+pub fn mbps(rate_bps: u64) -> String {
+    let m = rate_bps as f64 / 1e6;
+    format!("{m}")
 }
 
 /// Microseconds (finite, >= 0) to whole nanoseconds.
@@ -263,6 +297,41 @@ mod tests {
         );
         // On 2.4 GHz the HT frame has the 6 µs extension.
         assert_eq!(mode(Standard::Dot11n, true).airtime_ns(1536), 234_000);
+    }
+
+    #[test]
+    fn the_rate_sets_and_their_airtimes() {
+        // ns-3 tx-duration-test.cc, DSSS long preamble: 1023..1026 B at 1 Mbit/s 8184..8208 µs
+        // + 192, at 2 Mbit/s 4092..4104 µs + 192.
+        let at = |s: Standard, rate: u64| Mode {
+            rate_bps: rate,
+            ..mode(s, true)
+        };
+        let b = Standard::Dot11b;
+        assert_eq!(b.rates_bps(), [1_000_000, 2_000_000, 5_500_000, 11_000_000]);
+        assert_eq!(
+            [1023, 1026].map(|l| at(b, 1_000_000).airtime_ns(l)),
+            [(8184 + 192) * 1000, (8208 + 192) * 1000]
+        );
+        assert_eq!(
+            [1023, 1026].map(|l| at(b, 2_000_000).airtime_ns(l)),
+            [(4092 + 192) * 1000, (4104 + 192) * 1000]
+        );
+        // 5.5 Mbit/s: 8 x 1023 / 5.5 = 1488 µs; 8 x 1024 / 5.5 = 1489.45, rounded up to 1490.
+        assert_eq!(
+            [1023, 1024].map(|l| at(b, 5_500_000).airtime_ns(l)),
+            [(1488 + 192) * 1000, (1490 + 192) * 1000]
+        );
+        // ERP-OFDM 6 Mbit/s (N_DBPS 24), 1536 B: ceil(12310 / 24) = 513 symbols: 20 + 2052 + 6.
+        let g = Standard::Dot11g;
+        assert_eq!(g.rates_bps().len(), 8);
+        assert_eq!(at(g, 6_000_000).airtime_ns(1536), 2_078_000);
+        assert_eq!(at(g, 9_000_000).airtime_ns(1536), (20 + 342 * 4 + 6) * 1000);
+        assert_eq!(Standard::Dot11n.rates_bps(), HT_MCS_RATES_BPS);
+        assert_eq!(
+            [5_500_000, 54_000_000, 6_500_000].map(mbps),
+            ["5.5", "54", "6.5"]
+        );
     }
 
     #[test]

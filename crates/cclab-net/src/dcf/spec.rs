@@ -3,6 +3,10 @@
 //! ns).
 
 use super::phy::{self, Mode, Preset, Standard, ACK_BYTES, CTS_BYTES, RTS_BYTES};
+use super::rate::{
+    ArfParams, RateAdaptation, DEFAULT_FAILURE_THRESHOLD, DEFAULT_MAX_SUCCESS_THRESHOLD,
+    DEFAULT_SUCCESS_THRESHOLD, DEFAULT_TIMER_THRESHOLD,
+};
 use crate::error::NetError;
 use crate::spec::ms_to_ns;
 use serde::{Deserialize, Serialize};
@@ -84,11 +88,44 @@ pub struct DcfSpec {
     pub frame_error_rates: Vec<f64>,
     /// Propagation delay from any port to any other, ms.
     pub delay_ms: f64,
+    /// Per-station rate adaptation of data frames: `"none"` (default: every frame at
+    /// `data_rate_bps`), `"arf"` or `"aarf"` (see [`super::rate`]); stations start at
+    /// `data_rate_bps`, the top of their ladder.
+    #[serde(skip_serializing_if = "RateAdaptation::is_none")]
+    pub rate_adaptation: RateAdaptation,
+    /// ARF/AARF: consecutive failed attempts (collisions and frame errors) that step a rate
+    /// down; default 2.
+    #[serde(skip_serializing_if = "is_default_failure_threshold")]
+    pub arf_failure_threshold: u32,
+    /// ARF/AARF: consecutive successes that step a rate up (AARF: the threshold's minimum);
+    /// default 10.
+    #[serde(skip_serializing_if = "is_default_success_threshold")]
+    pub arf_success_threshold: u32,
+    /// ARF/AARF: transmissions since the last change that step a rate up (ns-3's "timer",
+    /// counted in transmissions; AARF: its minimum); default 15.
+    #[serde(skip_serializing_if = "is_default_timer_threshold")]
+    pub arf_timer_threshold: u32,
+    /// AARF: the largest success threshold (it doubles after each failed probe); default 60.
+    #[serde(skip_serializing_if = "is_default_max_success_threshold")]
+    pub aarf_max_success_threshold: u32,
+}
+
+fn is_default_failure_threshold(v: &u32) -> bool {
+    *v == DEFAULT_FAILURE_THRESHOLD
+}
+fn is_default_success_threshold(v: &u32) -> bool {
+    *v == DEFAULT_SUCCESS_THRESHOLD
+}
+fn is_default_timer_threshold(v: &u32) -> bool {
+    *v == DEFAULT_TIMER_THRESHOLD
+}
+fn is_default_max_success_threshold(v: &u32) -> bool {
+    *v == DEFAULT_MAX_SUCCESS_THRESHOLD
 }
 
 impl Default for DcfSpec {
     /// An 802.11g cell with every standard value, retry limit 7, no queue limit, no RTS/CTS,
-    /// no frame errors, no delay.
+    /// no frame errors, no delay, no rate adaptation (ARF thresholds at ns-3's defaults).
     fn default() -> Self {
         DcfSpec {
             standard: Standard::Dot11g,
@@ -112,6 +149,11 @@ impl Default for DcfSpec {
             frame_error_rate: 0.0,
             frame_error_rates: Vec::new(),
             delay_ms: 0.0,
+            rate_adaptation: RateAdaptation::None,
+            arf_failure_threshold: DEFAULT_FAILURE_THRESHOLD,
+            arf_success_threshold: DEFAULT_SUCCESS_THRESHOLD,
+            arf_timer_threshold: DEFAULT_TIMER_THRESHOLD,
+            aarf_max_success_threshold: DEFAULT_MAX_SUCCESS_THRESHOLD,
         }
     }
 }
@@ -251,6 +293,52 @@ impl DcfSpec {
                 ));
             }
         }
+        self.validate_rate_adaptation(path)
+    }
+
+    /// The ARF/AARF thresholds (checked whatever the mode, so a scenario can switch it on
+    /// alone), and with rate adaptation on, a `data_rate_bps` of the standard's rate set.
+    fn validate_rate_adaptation(&self, path: &str) -> Result<(), NetError> {
+        for (name, v) in [
+            ("arf_failure_threshold", self.arf_failure_threshold),
+            ("arf_success_threshold", self.arf_success_threshold),
+            ("arf_timer_threshold", self.arf_timer_threshold),
+        ] {
+            if v == 0 {
+                return Err(field(path, name, "0 is not accepted: at least 1"));
+            }
+        }
+        if self.aarf_max_success_threshold < self.arf_success_threshold {
+            return Err(field(
+                path,
+                "aarf_max_success_threshold",
+                format!(
+                    "{} below arf_success_threshold ({}) is not accepted: at least \
+                     arf_success_threshold",
+                    self.aarf_max_success_threshold, self.arf_success_threshold
+                ),
+            ));
+        }
+        if let Some(r) = self
+            .data_rate_bps
+            .filter(|_| !self.rate_adaptation.is_none())
+        {
+            let rates = self.standard.rates_bps();
+            if !rates.contains(&r) {
+                let list: Vec<String> = rates.iter().map(|&x| phy::mbps(x)).collect();
+                return Err(field(
+                    path,
+                    "data_rate_bps",
+                    format!(
+                        "{r} is not accepted with rate_adaptation = {:?}: a rate of {} ({} \
+                         Mbit/s), the top of the stations' ladder",
+                        self.rate_adaptation.name(),
+                        self.standard.name(),
+                        list.join(", ")
+                    ),
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -334,8 +422,41 @@ impl DcfSpec {
             rts_threshold_bytes: self.rts_threshold_bytes,
             queue_bytes: self.queue_bytes,
             delay_ns: ms_to_ns(self.delay_ms),
+            rates_bps: ladder(
+                self.standard.rates_bps(),
+                data_rate_bps.max(1),
+                self.rate_adaptation,
+            ),
+            basic_rates_bps: p.basic_rates_bps,
+            control_rate_fixed: self.control_rate_bps.is_some(),
+            rate_adaptation: self.rate_adaptation,
+            arf: ArfParams {
+                adaptive: self.rate_adaptation == RateAdaptation::Aarf,
+                failure_threshold: self.arf_failure_threshold.max(1),
+                success_threshold: self.arf_success_threshold.max(1),
+                timer_threshold: self.arf_timer_threshold.max(1),
+                max_success_threshold: self
+                    .aarf_max_success_threshold
+                    .max(self.arf_success_threshold.max(1)),
+            },
         }
     }
+}
+
+/// The rates a station steps through, slowest first, ending at `top_bps`: with rate adaptation
+/// the standard's rates below it, then it; without, `top_bps` alone.
+fn ladder(standard_bps: &[u64], top_bps: u64, mode: RateAdaptation) -> Vec<u64> {
+    let mut v: Vec<u64> = if mode.is_none() {
+        Vec::new()
+    } else {
+        standard_bps
+            .iter()
+            .copied()
+            .filter(|&r| r < top_bps)
+            .collect()
+    };
+    v.push(top_bps);
+    v
 }
 
 /// The values a cell runs with (from [`DcfSpec::params`]); times in ns.
@@ -366,6 +487,17 @@ pub struct DcfParams {
     pub queue_bytes: Option<u64>,
     /// Propagation delay, ns.
     pub delay_ns: u64,
+    /// The data rates a station can be at, slowest first; the last is `data.rate_bps`, where
+    /// every station starts (one rate without rate adaptation; at most 8).
+    pub rates_bps: Vec<u64>,
+    /// The basic rate set: an Ack goes at the highest of them not above its data frame's rate.
+    pub basic_rates_bps: &'static [u64],
+    /// `control_rate_bps` was set: every Ack at `control.rate_bps`, whatever the data rate.
+    pub control_rate_fixed: bool,
+    /// Which rate adaptation the stations run.
+    pub rate_adaptation: RateAdaptation,
+    /// ARF's and AARF's thresholds.
+    pub arf: ArfParams,
 }
 
 impl DcfParams {
@@ -394,6 +526,34 @@ impl DcfParams {
     /// Airtime of an Ack, ns.
     pub fn ack_ns(&self) -> u64 {
         self.control.airtime_ns(ACK_BYTES)
+    }
+
+    /// Airtime of the data frame carrying a packet of `wire_bytes` at `rate_bps`, ns.
+    pub fn data_ns_at(&self, wire_bytes: u32, rate_bps: u64) -> u64 {
+        Mode {
+            rate_bps: rate_bps.max(1),
+            ..self.data
+        }
+        .airtime_ns(self.psdu_bytes(wire_bytes))
+    }
+
+    /// The rate of the Ack to a data frame sent at `rate_bps`: the highest basic rate not
+    /// above it ([`phy::control_rate_bps`]), or `control.rate_bps` when it was set.
+    pub fn ack_rate_bps(&self, rate_bps: u64) -> u64 {
+        if self.control_rate_fixed {
+            self.control.rate_bps
+        } else {
+            phy::control_rate_bps(self.basic_rates_bps, rate_bps).max(1)
+        }
+    }
+
+    /// Airtime of the Ack to a data frame sent at `rate_bps`, ns.
+    pub fn ack_ns_at(&self, rate_bps: u64) -> u64 {
+        Mode {
+            rate_bps: self.ack_rate_bps(rate_bps),
+            ..self.control
+        }
+        .airtime_ns(ACK_BYTES)
     }
 
     /// Airtime of an RTS, ns.

@@ -1,5 +1,6 @@
 //! The spec's presets, overrides, serde form and validation errors.
 
+use super::rate::RateAdaptation;
 use super::spec::{DcfSpec, MAX_CW};
 use super::Standard;
 use crate::error::NetError;
@@ -210,6 +211,44 @@ fn bad_values_name_their_field() {
             },
             "delay_ms",
         ),
+        (
+            DcfSpec {
+                arf_failure_threshold: 0,
+                ..d()
+            },
+            "arf_failure_threshold",
+        ),
+        (
+            DcfSpec {
+                arf_success_threshold: 0,
+                ..d()
+            },
+            "arf_success_threshold",
+        ),
+        (
+            DcfSpec {
+                arf_timer_threshold: 0,
+                rate_adaptation: RateAdaptation::Arf,
+                ..d()
+            },
+            "arf_timer_threshold",
+        ),
+        (
+            DcfSpec {
+                arf_success_threshold: 20,
+                aarf_max_success_threshold: 15,
+                ..d()
+            },
+            "aarf_max_success_threshold",
+        ),
+        (
+            DcfSpec {
+                data_rate_bps: Some(50_000_000),
+                rate_adaptation: RateAdaptation::Aarf,
+                ..d()
+            },
+            "data_rate_bps",
+        ),
     ];
     for (spec, name) in cases {
         assert_eq!(f(spec), format!("media[2].{name}"));
@@ -219,4 +258,87 @@ fn bad_values_name_their_field() {
         DcfSpec::default().validate_ports("media[0]", 1),
         Err(NetError::Field { field, .. }) if field == "media[0]"
     ));
+}
+
+#[test]
+fn rate_adaptation_parses_and_resolves_its_ladder() {
+    // Off by default, and absent from the serialised form then (so specs written before it
+    // serialise as they did).
+    let d = DcfSpec::default();
+    assert_eq!(d.rate_adaptation, RateAdaptation::None);
+    let json = serde_json::to_value(&d).unwrap();
+    for k in [
+        "rate_adaptation",
+        "arf_failure_threshold",
+        "arf_success_threshold",
+        "arf_timer_threshold",
+        "aarf_max_success_threshold",
+    ] {
+        assert!(json.get(k).is_none(), "{k}");
+    }
+    assert_eq!(d.params().rates_bps, [54_000_000]);
+    let s: DcfSpec =
+        serde_json::from_str(r#"{"rate_adaptation": "arf", "arf_failure_threshold": 3}"#).unwrap();
+    assert_eq!(
+        (
+            s.rate_adaptation,
+            s.arf_failure_threshold,
+            s.arf_success_threshold
+        ),
+        (RateAdaptation::Arf, 3, 10)
+    );
+    let back: DcfSpec = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+    assert_eq!(back, s);
+    assert!(serde_json::from_str::<DcfSpec>(r#"{"rate_adaptation": "minstrel"}"#).is_err());
+    let p = s.params();
+    assert_eq!(p.rates_bps.len(), 8);
+    assert_eq!((p.arf.failure_threshold, p.arf.adaptive), (3, false));
+    // The standard's rates up to data_rate_bps (or the MCS), slowest first.
+    let ladder = |s: DcfSpec| -> Vec<f64> {
+        let spec = DcfSpec {
+            rate_adaptation: RateAdaptation::Aarf,
+            ..s
+        };
+        assert!(spec.validate("m").is_ok());
+        assert!(spec.params().arf.adaptive);
+        spec.params()
+            .rates_bps
+            .iter()
+            .map(|&r| r as f64 / 1e6)
+            .collect()
+    };
+    assert_eq!(
+        ladder(DcfSpec {
+            data_rate_bps: Some(24_000_000),
+            ..DcfSpec::default()
+        }),
+        [6.0, 9.0, 12.0, 18.0, 24.0]
+    );
+    assert_eq!(ladder(DcfSpec::of(Standard::Dot11b)), [1.0, 2.0, 5.5, 11.0]);
+    assert_eq!(
+        ladder(DcfSpec {
+            ht_mcs: Some(3),
+            ..DcfSpec::of(Standard::Dot11n)
+        }),
+        [6.5, 13.0, 19.5, 26.0]
+    );
+    // Without rate adaptation any data rate is accepted (a ladder of one).
+    let odd = DcfSpec {
+        data_rate_bps: Some(50_000_000),
+        ..DcfSpec::default()
+    };
+    assert!(odd.validate("m").is_ok());
+    assert_eq!(odd.params().rates_bps, [50_000_000]);
+    let e = DcfSpec {
+        data_rate_bps: Some(50_000_000),
+        rate_adaptation: RateAdaptation::Arf,
+        ..DcfSpec::default()
+    }
+    .validate("media[0].spec")
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("media[0].spec.data_rate_bps") && e.contains("6, 9, 12, 18, 24, 36, 48, 54"),
+        "{e}"
+    );
 }
