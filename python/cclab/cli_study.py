@@ -122,11 +122,12 @@ def s1(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: 
         task = bar.add_task("runs", total=None)
         res = run_s1(out_dir, cfg, progress=lambda i, n: bar.update(task, completed=i, total=n))
     t = Table(title="S1: the paper vs cclab")
-    for col in ("terminals", "N", "result", "paper", "cclab"):
+    ours = [c for c in res.compare.columns if c.startswith("cclab_")]
+    for col in ("terminals", "N", "result", "paper", *(f"cclab, rates {c[6:]}" for c in ours)):
         t.add_column(col)
     for _, r in res.compare.iterrows():
         t.add_row(str(r["terminal"]), str(r["n_terminals"]), str(r["result"]), f"{r['paper']:+.0%}",
-                  "n/a" if r["cclab"] != r["cclab"] else f"{r['cclab']:+.0%}")
+                  *("n/a" if r[c] != r[c] else f"{r[c]:+.0%}" for c in ours))
     out.print(t)
     out.print(f"{len(res.runs) + len(res.failures)} runs in {res.wall_s:.1f} s ({len(res.failures)} failed); "
               f"report: {res.out_dir / 'report.html'}")

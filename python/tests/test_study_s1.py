@@ -23,14 +23,16 @@ def test_the_quick_study_produces_every_figure_and_table(tmp_path: Path) -> None
     out = tmp_path / "s1"
     res = CliRunner().invoke(cli, ["study", "s1", "--quick", "-o", str(out)])
     assert res.exit_code == 0, res.output
-    for fig in ("fig4_scaling", "fig5_11_total", "fig12_jain", "per_terminal", "fig6_10_cwnd_smartphone",
-                "fig6_10_cwnd_tablet", "ablation"):
+    figs = ["fig4_scaling", "ablation"] + [f"{stem}_{rates}" for rates in ("none", "arf") for stem in (
+        "fig5_11_total", "fig12_jain", "per_terminal", "fig6_10_cwnd_smartphone", "fig6_10_cwnd_tablet")]
+    for fig in figs:
         assert (out / "figures" / f"{fig}.png").stat().st_size > 5000, fig
         assert (out / "figures" / f"{fig}.svg").is_file()
     for table in ("scaling", "middleware", "ablation", "collapse", "compare_with_paper", "runs"):
         assert (out / "tables" / f"{table}.csv").is_file(), table
     compare = pd.read_csv(out / "tables" / "compare_with_paper.csv")
-    assert len(compare) == len(PAPER_GAINS) and compare["cclab"].notna().all()
+    assert len(compare) == len(PAPER_GAINS)
+    assert compare["cclab_none"].notna().all() and compare["cclab_arf"].notna().all()
     collapse = pd.read_csv(out / "tables" / "collapse.csv")
     assert list(collapse["ablation"]) == list(ABLATIONS)
     mw = pd.read_csv(out / "tables" / "middleware.csv")
@@ -42,7 +44,8 @@ def test_the_quick_study_produces_every_figure_and_table(tmp_path: Path) -> None
 
 
 def test_a_failed_run_is_reported_and_the_others_finish(tmp_path: Path) -> None:
-    cfg = S1Config.make(quick=True, variants=["off"], ablations=["baseline"], scaling_n=[1, 2], middleware_n=[2])
+    cfg = S1Config.make(quick=True, variants=["off"], ablations=["baseline"], scaling_n=[1, 2], middleware_n=[2],
+                        rates=["none"])
     bad = dict(MIDDLEWARE_VARIANTS)
     import cclab.study.s1 as s1
 

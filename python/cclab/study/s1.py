@@ -97,6 +97,9 @@ ABLATIONS: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
     "cpu_5mbps": ("terminal CPU takes 5 Mbit/s of packets (30 as shipped)",
                   _terminals_host(device_rate_bps=5_000_000)),
     "no_delayed_ack": ("the server ACKs every segment (twice the ACKs through the AP)", _each_flow("delayed_ack", False)),
+    "rate_adaptation_arf": ("every station adapts its PHY rate with ARF (54 Mbit/s fixed as shipped): "
+                            "collisions count as failures", _cell("rate_adaptation", "arf")),
+    "rate_adaptation_aarf": ("every station adapts its PHY rate with AARF", _cell("rate_adaptation", "aarf")),
     "per_ack_growth": ("one cwnd growth step per ACK, as the phones' Linux 3.4 (per acked segment as shipped)",
                        _each_flow("ack_counting", "acks")),
 }
@@ -116,6 +119,9 @@ class S1Config:
     ablation_n: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5, 6])
     ablations: list[str] = field(default_factory=lambda: list(ABLATIONS))
     variants: list[str] = field(default_factory=lambda: list(MIDDLEWARE_VARIANTS))
+    #: The cell's rate control for the scaling and middleware grids: "none" (54 Mbit/s fixed,
+    #: the ns-3 setup: no collapse) and "arf" (the mechanism the ablation finds for the collapse).
+    rates: list[str] = field(default_factory=lambda: ["none", "arf"])
     #: "sim", or "kernel": the scaling and middleware grids on this machine's Linux (root; real
     #: time, one run at a time; the ablation stays with the simulator, whose knobs the kernel
     #: does not all have).
@@ -139,28 +145,29 @@ def _spec(d: dict[str, Any], rep: int, labels: dict[str, Any], keep_trace: bool 
 def plan(cfg: S1Config) -> list[RunSpec]:
     """Every run of the study: scaling, middleware variants, ablation."""
     specs: list[RunSpec] = []
-    for terminal in TERMINALS:
-        for n in cfg.scaling_n:
-            for rep in range(cfg.reps):
-                specs.append(_spec(s1_scenario(n, terminal, duration_s=cfg.duration_s), rep,
-                                   {"part": "scaling", "terminal": terminal, "n_terminals": n, "variant": "off", "rep": rep},
-                                   backend=cfg.backend))
-        for n in cfg.middleware_n:
-            for v in cfg.variants:
-                mw = MIDDLEWARE_VARIANTS[v]
+    for rates in cfg.rates:
+        for terminal in TERMINALS:
+            for n in cfg.scaling_n:
                 for rep in range(cfg.reps):
-                    d = s1_scenario(n, terminal, duration_s=cfg.duration_s, middleware=mw)
-                    specs.append(_spec(d, rep, {"part": "middleware", "terminal": terminal, "n_terminals": n, "variant": v,
-                                                "rep": rep}, keep_trace=(rep == 0 and n == max(cfg.middleware_n)),
-                                       backend=cfg.backend))
+                    d = s1_scenario(n, terminal, duration_s=cfg.duration_s, rate_adaptation=rates)
+                    specs.append(_spec(d, rep, {"part": "scaling", "rates": rates, "terminal": terminal,
+                                                "n_terminals": n, "variant": "off", "rep": rep}, backend=cfg.backend))
+            for n in cfg.middleware_n:
+                for v in cfg.variants:
+                    mw = MIDDLEWARE_VARIANTS[v]
+                    for rep in range(cfg.reps):
+                        d = s1_scenario(n, terminal, duration_s=cfg.duration_s, middleware=mw, rate_adaptation=rates)
+                        specs.append(_spec(d, rep, {"part": "middleware", "rates": rates, "terminal": terminal,
+                                                    "n_terminals": n, "variant": v, "rep": rep},
+                                           keep_trace=(rep == 0 and n == max(cfg.middleware_n)), backend=cfg.backend))
     for name in cfg.ablations:
         _, change = ABLATIONS[name]
         for n in cfg.ablation_n:
             for rep in range(cfg.reps):
                 d = copy.deepcopy(s1_scenario(n, "smartphone", duration_s=cfg.duration_s))
                 change(d)
-                specs.append(_spec(d, rep, {"part": "ablation", "terminal": "smartphone", "n_terminals": n, "variant": "off",
-                                            "ablation": name, "rep": rep}))
+                specs.append(_spec(d, rep, {"part": "ablation", "rates": "none", "terminal": "smartphone",
+                                            "n_terminals": n, "variant": "off", "ablation": name, "rep": rep}))
     return specs
 
 
@@ -220,14 +227,18 @@ def collapse_table(ablation: pd.DataFrame) -> pd.DataFrame:
 
 
 def compare_with_paper(mw: pd.DataFrame) -> pd.DataFrame:
-    """The paper's published gains beside ours (mean totals and Jain's index of improved vs off)."""
+    """The paper's published gains beside ours (mean totals and Jain's index of improved vs off),
+    one column per rate control of the cell (``cclab_<rates>``)."""
     rows = []
     for terminal, n, what, paper in PAPER_GAINS:
-        sub = mw[(mw["terminal"] == terminal) & (mw["n_terminals"] == n)].set_index("variant")
-        col = "jain_mean" if what.startswith("fairness") else "total_mbps_mean"
-        ours = (float(sub.loc["improved", col] / sub.loc["off", col] - 1)
-                if {"improved", "off"} <= set(sub.index) else float("nan"))
-        rows.append({"terminal": terminal, "n_terminals": n, "result": what, "paper": paper, "cclab": ours})
+        row = {"terminal": terminal, "n_terminals": n, "result": what, "paper": paper}
+        for rates in dict.fromkeys(mw["rates"]):
+            sub = mw[(mw["rates"] == rates) & (mw["terminal"] == terminal) & (mw["n_terminals"] == n)]
+            sub = sub.set_index("variant")
+            col = "jain_mean" if what.startswith("fairness") else "total_mbps_mean"
+            row[f"cclab_{rates}"] = (float(sub.loc["improved", col] / sub.loc["off", col] - 1)
+                                     if {"improved", "off"} <= set(sub.index) else float("nan"))
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -245,8 +256,8 @@ def run_s1(out_dir: str | Path, cfg: S1Config, progress: Callable[[int, int], No
         rows = runs[runs["part"] == part] if "part" in runs else runs.iloc[0:0]
         return aggregate(rows, by, metrics) if len(rows) else pd.DataFrame()
 
-    scaling = agg("scaling", ["terminal", "n_terminals"])
-    middleware = agg("middleware", ["terminal", "n_terminals", "variant"])
+    scaling = agg("scaling", ["rates", "terminal", "n_terminals"])
+    middleware = agg("middleware", ["rates", "terminal", "n_terminals", "variant"])
     ablation = agg("ablation", ["ablation", "n_terminals"])
     if len(ablation):
         order = {a: i for i, a in enumerate(ABLATIONS)}

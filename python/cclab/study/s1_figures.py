@@ -30,10 +30,11 @@ def _err(g: pd.DataFrame, m: str) -> list[Any]:
 def scaling(s: pd.DataFrame, stem: Path) -> Path:
     """Fig. 4: total throughput against the number of terminals, middleware off."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
-    for terminal, g in s.groupby("terminal"):
+    for (rates, terminal), g in s.groupby(["rates", "terminal"]):
         g = g.sort_values("n_terminals")
         ax.errorbar(g["n_terminals"], g["total_mbps_mean"], yerr=_err(g, "total_mbps"), marker="o", ms=4, capsize=3,
-                    color=_COLOR.get(terminal), label=f"{terminal}s")
+                    color=_COLOR.get(terminal), ls="-" if rates == "none" else "--",
+                    label=f"{terminal}s, {'54 Mbit/s fixed' if rates == 'none' else rates.upper() + ' rate control'}")
     ax.set_ylim(bottom=0)
     ax.set_xlabel("terminals on the AP (N)")
     ax.set_ylabel("total throughput (Mbit/s)")
@@ -139,25 +140,29 @@ def draw_all(fig_dir: Path, s: pd.DataFrame, mw: pd.DataFrame, ab: pd.DataFrame,
     out: dict[str, Path] = {}
     if len(s):
         out["fig4_scaling"] = scaling(s, fig_dir / "fig4_scaling")
-    if len(mw):
-        out["fig5_11_total"] = variants(mw, "total_mbps", "total throughput (Mbit/s)",
-                                        "S1 Figs. 5/11: total throughput per middleware variant (mean, 95 % CI)",
-                                        fig_dir / "fig5_11_total")
-        out["fig12_jain"] = variants(mw, "jain", "Jain's fairness index",
-                                     "S1 Fig. 12: Jain's index per middleware variant", fig_dir / "fig12_jain")
-        out["per_terminal"] = per_terminal(per_run, fig_dir / "per_terminal")
+    for rates in dict.fromkeys(mw["rates"]) if len(mw) else []:
+        sub = mw[mw["rates"] == rates]
+        label = "54 Mbit/s fixed" if rates == "none" else f"{rates.upper()} rate control"
+        out[f"fig5_11_total_{rates}"] = variants(
+            sub, "total_mbps", "total throughput (Mbit/s)",
+            f"S1 Figs. 5/11: total throughput per middleware variant, {label} (mean, 95 % CI)",
+            fig_dir / f"fig5_11_total_{rates}")
+        out[f"fig12_jain_{rates}"] = variants(sub, "jain", "Jain's fairness index",
+                                              f"S1 Fig. 12: Jain's index per middleware variant, {label}",
+                                              fig_dir / f"fig12_jain_{rates}")
+        out[f"per_terminal_{rates}"] = per_terminal(per_run[per_run["rates"] == rates], fig_dir / f"per_terminal_{rates}")
     kept = mw_runs[mw_runs.get("key").notna()] if len(mw_runs) else mw_runs
-    for terminal in sorted(kept["terminal"].unique()) if len(kept) else []:
+    groups = kept[["rates", "terminal"]].drop_duplicates().itertuples(index=False) if len(kept) else []
+    for rates, terminal in groups:
         n = int(kept["n_terminals"].max())
-        rows = kept[(kept["terminal"] == terminal) & (kept["n_terminals"] == n) & (kept["rep"] == 0)]
-        traces = []
-        for _, r in rows.iterrows():
-            p = sweep.trace_path(r["key"])
-            if Path(p).is_file():
-                traces.append((r["variant"], p))
+        rows = kept[(kept["rates"] == rates) & (kept["terminal"] == terminal) & (kept["n_terminals"] == n)
+                    & (kept["rep"] == 0)]
+        traces = [(r["variant"], sweep.trace_path(r["key"])) for _, r in rows.iterrows()
+                  if Path(sweep.trace_path(r["key"])).is_file()]
         if traces:
-            out[f"fig6_10_cwnd_{terminal}"] = cwnd_traces(
-                traces, f"S1 Figs. 6-10: cwnd of every terminal, {terminal}s, N={n}", fig_dir / f"fig6_10_cwnd_{terminal}")
+            name = f"fig6_10_cwnd_{terminal}_{rates}"
+            out[name] = cwnd_traces(traces, f"S1 Figs. 6-10: cwnd of every terminal, {terminal}s, N={n}, "
+                                            f"{'54 Mbit/s fixed' if rates == 'none' else rates.upper()}", fig_dir / name)
     if len(ab):
         out["ablation"] = ablation(ab, fig_dir / "ablation")
     return out
