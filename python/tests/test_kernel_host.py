@@ -61,11 +61,15 @@ def test_one_flow_behind_a_5mbit_nic_matches_the_simulator():
 @root_only
 def test_a_full_interface_queue_is_local_congestion_on_both():
     """Three flows and a 4-packet pfifo: the queue overflows on both backends and the flows
-    enter CWR without a retransmission timeout. The counts differ (see docs/design.md)."""
+    enter CWR (the simulator without a retransmission timeout, the kernel with at most one). The
+    counts differ (see docs/design.md)."""
     sc = load_scenario(_nic("50Mbps", 3, queue_pkts=4))
     k, s = run_kernel(sc), cclab.simulate(sc)
     for r in (k, s):
         assert _device(r)["dropped_queue_full_pkts"] > 0
         assert sum(f["cwr_count"] for f in r.summary["flows"]) > 0
-        assert sum(f["rto_count"] for f in r.summary["flows"]) == 0
         assert sum(f["goodput_bps"] for f in r.summary["flows"]) > 30e6
+    # The simulator takes no timeout; the kernel now and then one (1 run of about 4 on a loaded
+    # machine: a refused retransmission waits TCP_RESOURCE_PROBE_INTERVAL).
+    assert sum(f["rto_count"] for f in s.summary["flows"]) == 0
+    assert sum(f["rto_count"] for f in k.summary["flows"]) <= 1

@@ -198,8 +198,15 @@ def test_terminals_count_each_other_through_the_cell_in_cclab_link() -> None:
     late = m[m["t_s"] > 1.5]
     assert len(late) >= 3 * 10 and late["n"].between(1, 3).all(), late["n"].value_counts()
     assert (late["n"] == 3).mean() > 0.5 and set(late[late["n"] == 3]["host"]) == {"t1", "t2", "t3"}
-    active = late.dropna(subset=["lower_pkts", "cwnd_after_pkts"])
-    assert len(active) >= 20
-    inside = (active["cwnd_after_pkts"] >= active["lower_pkts"]) & (active["cwnd_after_pkts"] <= active["upper_pkts"])
-    assert inside.mean() >= 0.95, active[~inside]
+    # The range holds from the next ACK: cwnd at each host's next step (0.5 s later, before that
+    # step changes it) is within the range the step before set. (Read 100 ms after the step it
+    # may not be yet: on a cell full of ACKs a 100 ms gap between ACKs happens.)
+    pairs = []
+    for _, g in late.sort_values("t_s").groupby("host"):
+        pairs += [(a.lower_pkts, a.upper_pkts, b.cwnd_before_pkts)
+                  for a, b in zip(g.iloc[:-1].itertuples(), g.iloc[1:].itertuples())
+                  if a.lower_pkts == a.lower_pkts and b.cwnd_before_pkts == b.cwnd_before_pkts]
+    assert len(pairs) >= 20
+    inside = [lo <= w <= hi for lo, hi, w in pairs]
+    assert sum(inside) >= 0.95 * len(pairs), [p for p, ok in zip(pairs, inside) if not ok]
     assert r.summary["deviations"] == []
