@@ -10,6 +10,7 @@
 //! a shared channel: one per port), each with the links table's columns.
 
 use crate::link::{Dropped, LinkStats};
+use std::collections::VecDeque;
 
 /// A deterministic packet-moving state machine with ports, driven by `now`.
 pub trait Medium<P> {
@@ -39,6 +40,55 @@ pub trait Medium<P> {
     fn queue_bytes(&mut self, now_ns: u64, lane: usize) -> u64;
     /// Counters of `lane` so far.
     fn stats(&self, lane: usize) -> &LinkStats;
+}
+
+/// A multi-port medium's frames on their way out: delivered on the air, handed to the driver at
+/// their arrival time (the end of the frame plus the propagation delay), in order. Shared by
+/// the shared channel and the DCF cell.
+#[derive(Debug)]
+pub(crate) struct Flight<P> {
+    queue: VecDeque<(u64, usize, u32, P)>,
+}
+
+impl<P> Default for Flight<P> {
+    fn default() -> Self {
+        Flight {
+            queue: VecDeque::new(),
+        }
+    }
+}
+
+impl<P> Flight<P> {
+    /// A frame of `bytes` for port `to` arrives at `arrival_ns` (never before the one pushed
+    /// last: frames end in order on one channel, and the delay is the same for all).
+    pub(crate) fn push(&mut self, arrival_ns: u64, to: usize, bytes: u32, pkt: P) {
+        self.queue.push_back((arrival_ns, to, bytes, pkt));
+    }
+
+    /// When the next frame arrives.
+    pub(crate) fn next_arrival_ns(&self) -> Option<u64> {
+        self.queue.front().map(|f| f.0)
+    }
+
+    /// The next frame that has arrived by `now_ns`, counted as delivered in its port's lane.
+    pub(crate) fn pop_due(&mut self, now_ns: u64, stats: &mut [LinkStats]) -> Option<P> {
+        if self.queue.front()?.0 > now_ns {
+            return None;
+        }
+        let (_, to, bytes, pkt) = self.queue.pop_front()?;
+        let st = &mut stats[to];
+        st.delivered_pkts = st.delivered_pkts.saturating_add(1);
+        st.delivered_bytes = st.delivered_bytes.saturating_add(u64::from(bytes));
+        Some(pkt)
+    }
+}
+
+/// The earlier of two optional times.
+pub(crate) fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 #[cfg(test)]

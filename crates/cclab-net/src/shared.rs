@@ -20,7 +20,7 @@ use crate::capacity::Capacity;
 use crate::error::NetError;
 use crate::link::{DropReason, Dropped, LinkStats};
 use crate::loss::{Loss, LossModel};
-use crate::medium::Medium;
+use crate::medium::{earliest, Flight, Medium};
 use crate::packet::NetPacket;
 use crate::spec::ms_to_ns;
 use rand_chacha::ChaCha8Rng;
@@ -90,14 +90,6 @@ struct Waiting<P> {
     pkt: P,
 }
 
-#[derive(Debug)]
-struct InFlight<P> {
-    arrival_ns: u64,
-    to: usize,
-    bytes: u32,
-    pkt: P,
-}
-
 /// An N-port shared channel carrying packets of type `P` (see the module doc).
 #[derive(Debug)]
 pub struct SharedChannel<P> {
@@ -114,7 +106,7 @@ pub struct SharedChannel<P> {
     /// The port that sent last (round-robin starts after it).
     last_port: usize,
     /// Sent, not yet handed out, in arrival order.
-    flight: VecDeque<InFlight<P>>,
+    flight: Flight<P>,
     now_ns: u64,
     stats: Vec<LinkStats>,
     dropped: VecDeque<(u64, Dropped<P>)>,
@@ -131,7 +123,7 @@ impl<P: NetPacket> SharedChannel<P> {
             queued_bytes: vec![0; ports],
             sending: None,
             last_port: ports.saturating_sub(1),
-            flight: VecDeque::new(),
+            flight: Flight::default(),
             now_ns: 0,
             stats: vec![LinkStats::default(); ports],
             dropped: VecDeque::new(),
@@ -168,12 +160,8 @@ impl<P: NetPacket> SharedChannel<P> {
                 },
             ));
         } else {
-            self.flight.push_back(InFlight {
-                arrival_ns: end.saturating_add(self.delay_ns),
-                to: w.to,
-                bytes: w.bytes,
-                pkt: w.pkt,
-            });
+            self.flight
+                .push(end.saturating_add(self.delay_ns), w.to, w.bytes, w.pkt);
         }
         true
     }
@@ -244,24 +232,12 @@ impl<P: NetPacket> Medium<P> for SharedChannel<P> {
     }
 
     fn next_event_ns(&self) -> Option<u64> {
-        let arrival = self.flight.front().map(|f| f.arrival_ns);
-        let end = self.sending.map(|(_, e)| e);
-        match (arrival, end) {
-            (Some(a), Some(e)) => Some(a.min(e)),
-            (a, e) => a.or(e),
-        }
+        earliest(self.flight.next_arrival_ns(), self.sending.map(|(_, e)| e))
     }
 
     fn pop_delivered(&mut self, now_ns: u64) -> Option<P> {
         let now = self.catch_up(now_ns);
-        if self.flight.front()?.arrival_ns > now {
-            return None;
-        }
-        let f = self.flight.pop_front()?;
-        let st = &mut self.stats[f.to];
-        st.delivered_pkts = st.delivered_pkts.saturating_add(1);
-        st.delivered_bytes = st.delivered_bytes.saturating_add(u64::from(f.bytes));
-        Some(f.pkt)
+        self.flight.pop_due(now, &mut self.stats)
     }
 
     fn pop_dropped(&mut self) -> Option<(u64, Dropped<P>)> {

@@ -92,10 +92,10 @@ pub use spec::{DcfParams, DcfSpec};
 pub use station::{DcfStationStats, MAX_RATES};
 
 use rate::Arf;
-use station::{Attempt, InFlight, Station, Waiting};
+use station::{Attempt, Station, Waiting};
 
 use crate::link::{DropReason, Dropped, LinkStats};
-use crate::medium::Medium;
+use crate::medium::{earliest, Flight, Medium};
 use crate::packet::NetPacket;
 use rand::{Rng, RngCore};
 use rand_chacha::ChaCha8Rng;
@@ -123,7 +123,7 @@ pub struct DcfCell<P> {
     /// While idle: when the next transmission starts (None: no station has a frame).
     next_start_ns: Option<u64>,
     /// Delivered frames not yet handed out, in arrival order.
-    flight: VecDeque<InFlight<P>>,
+    flight: Flight<P>,
     /// Latest time seen.
     now_ns: u64,
     /// Per port (at least one, so `stats` never indexes an empty table).
@@ -176,7 +176,7 @@ impl<P: NetPacket> DcfCell<P> {
             attempts: Vec::new(),
             idle_from_ns: 0,
             next_start_ns: None,
-            flight: VecDeque::new(),
+            flight: Flight::default(),
             now_ns: 0,
             stats: vec![LinkStats::default(); ports.max(1)],
             mac_stats_empty: DcfStationStats::default(),
@@ -379,12 +379,9 @@ impl<P: NetPacket> DcfCell<P> {
                 end = data_end.saturating_add(timeout);
             } else {
                 let w = s.queue.pop_front().expect("a sender has a frame");
-                self.flight.push_back(InFlight {
-                    arrival_ns: data_end.saturating_add(p.delay_ns),
-                    to: if broadcast { a.port } else { w.to },
-                    bytes: w.bytes,
-                    pkt: w.pkt,
-                });
+                let to = if broadcast { a.port } else { w.to };
+                self.flight
+                    .push(data_end.saturating_add(p.delay_ns), to, w.bytes, w.pkt);
                 a.delivered = true;
                 end = if broadcast {
                     data_end
@@ -522,24 +519,15 @@ impl<P: NetPacket> Medium<P> for DcfCell<P> {
     }
 
     fn next_event_ns(&self) -> Option<u64> {
-        let arrival = self.flight.front().map(|f| f.arrival_ns);
-        let medium = self.busy_until_ns.or(self.next_start_ns);
-        match (arrival, medium) {
-            (Some(a), Some(m)) => Some(a.min(m)),
-            (a, m) => a.or(m),
-        }
+        earliest(
+            self.flight.next_arrival_ns(),
+            self.busy_until_ns.or(self.next_start_ns),
+        )
     }
 
     fn pop_delivered(&mut self, now_ns: u64) -> Option<P> {
         let now = self.catch_up(now_ns);
-        if self.flight.front()?.arrival_ns > now {
-            return None;
-        }
-        let f = self.flight.pop_front()?;
-        let st = &mut self.stats[f.to];
-        st.delivered_pkts = st.delivered_pkts.saturating_add(1);
-        st.delivered_bytes = st.delivered_bytes.saturating_add(u64::from(f.bytes));
-        Some(f.pkt)
+        self.flight.pop_due(now, &mut self.stats)
     }
 
     fn pop_dropped(&mut self) -> Option<(u64, Dropped<P>)> {

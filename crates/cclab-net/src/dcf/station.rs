@@ -38,14 +38,6 @@ pub(super) struct Waiting<P> {
     pub(super) pkt: P,
 }
 
-#[derive(Debug)]
-pub(super) struct InFlight<P> {
-    pub(super) arrival_ns: u64,
-    pub(super) to: usize,
-    pub(super) bytes: u32,
-    pub(super) pkt: P,
-}
-
 /// One contender.
 #[derive(Debug)]
 pub(super) struct Station<P> {
