@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 from rich.console import Console
@@ -13,6 +14,29 @@ __all__ = ["study"]
 
 out = Console()
 err = Console(stderr=True)
+
+
+def _require_root() -> None:
+    """Exit 2 with the reason unless this process may use the kernel backend."""
+    from .kernel.netns import KernelUnavailable, require_root
+
+    try:
+        require_root()
+    except KernelUnavailable as e:
+        err.print(f"[bold red]error:[/] {e}", highlight=False)
+        sys.exit(2)
+
+
+def _run_with_progress(name: str, run: Any, out_dir: str, cfg: Any) -> Any:
+    """``run(out_dir, cfg, progress=...)`` under a progress bar; a RuntimeError exits 2."""
+    with Progress(TextColumn(f"[bold]study {name}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TimeRemainingColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("runs", total=None)
+        try:
+            return run(out_dir, cfg, progress=lambda i, n: bar.update(task, completed=i, total=n))
+        except RuntimeError as e:
+            err.print(f"[bold red]error:[/] {e}", highlight=False)
+            sys.exit(2)
 
 
 @click.group(
@@ -53,22 +77,9 @@ def s0(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: 
     from .study import S0Config, run_s0
 
     if backend == "kernel":
-        from .kernel.netns import KernelUnavailable, require_root
-
-        try:
-            require_root()
-        except KernelUnavailable as e:
-            err.print(f"[bold red]error:[/] {e}", highlight=False)
-            sys.exit(2)
+        _require_root()
     cfg = S0Config.make(quick=quick, reps=reps, jobs=jobs, executor=executor, backend=backend)
-    with Progress(TextColumn("[bold]study s0"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TimeRemainingColumn(), console=err, transient=True) as bar:
-        task = bar.add_task("runs", total=None)
-        try:
-            res = run_s0(out_dir, cfg, progress=lambda i, n: bar.update(task, completed=i, total=n))
-        except RuntimeError as e:
-            err.print(f"[bold red]error:[/] {e}", highlight=False)
-            sys.exit(2)
+    res = _run_with_progress("s0", run_s0, out_dir, cfg)
     t = Table(title="S0: the paper vs cclab")
     for col in ("result", "paper", "cclab"):
         t.add_column(col)
@@ -109,18 +120,9 @@ def s1(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: 
     from .study.s1 import S1Config, run_s1
 
     if backend == "kernel":
-        from .kernel.netns import KernelUnavailable, require_root
-
-        try:
-            require_root()
-        except KernelUnavailable as e:
-            err.print(f"[bold red]error:[/] {e}", highlight=False)
-            sys.exit(2)
+        _require_root()
     cfg = S1Config.make(quick=quick, reps=reps, jobs=jobs, executor=executor, backend=backend)
-    with Progress(TextColumn("[bold]study s1"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TimeRemainingColumn(), console=err, transient=True) as bar:
-        task = bar.add_task("runs", total=None)
-        res = run_s1(out_dir, cfg, progress=lambda i, n: bar.update(task, completed=i, total=n))
+    res = _run_with_progress("s1", run_s1, out_dir, cfg)
     t = Table(title="S1: the paper vs cclab")
     ours = [c for c in res.compare.columns if c.startswith("cclab_")]
     for col in ("terminals", "N", "result", "paper", *(f"cclab, rates {c[6:]}" for c in ours)):

@@ -21,13 +21,12 @@ namespace (``preexec`` does the joining).
 from __future__ import annotations
 
 import json
-import selectors
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-from . import binaries
+from . import binaries, child
 from .netns import require_root
 
 __all__ = ["CwndClamp", "ClampError", "cgroup2_root", "clean_cgroups"]
@@ -153,23 +152,9 @@ class CwndClamp:
 
     def close(self) -> dict[str, Any] | None:
         """Detach, remove the cgroup; returns the last status."""
-        if self.proc is not None and self.proc.poll() is None:
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
-            line = self._read_line(5.0)
-            if line:
-                self.final_status = _status(json.loads(line))
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._kill()
-        if self.proc is not None:
-            for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-                if f is not None and not f.closed:
-                    try:
-                        f.close()
-                    except BrokenPipeError:
-                        pass
+        line = child.stop(self.proc, 5.0) if self.proc is not None else None
+        if line:
+            self.final_status = _status(json.loads(line))
         self._remove_cgroup()
         return self.final_status
 
@@ -194,18 +179,12 @@ class CwndClamp:
         return out
 
     def _read_line(self, timeout_s: float) -> str | None:
-        assert self.proc is not None and self.proc.stdout is not None
-        with selectors.DefaultSelector() as sel:
-            sel.register(self.proc.stdout, selectors.EVENT_READ)
-            if not sel.select(timeout_s):
-                return None
-        line = self.proc.stdout.readline()
-        return line or None
+        assert self.proc is not None
+        return child.read_line(self.proc, timeout_s)
 
     def _kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        if self.proc is not None:
+            child.kill(self.proc)
 
     def _remove_cgroup(self) -> None:
         if self.cgroup is not None and self.cgroup.exists():

@@ -52,6 +52,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import child
+
 __all__ = ["MiddlewareCC", "TerminalMiddleware", "BpfMap", "MiddlewareError", "LOG_COLUMNS", "COUNT_PORT",
            "middleware_hosts", "read_log", "main"]
 
@@ -237,26 +239,9 @@ class TerminalMiddleware:
 
     def close(self) -> dict[str, Any] | None:
         """Stop the daemon (it undoes what it set); returns its last line."""
-        if self.proc is not None and self.proc.poll() is None:
-            assert self.proc.stdin is not None
-            try:
-                self.proc.stdin.close()
-            except BrokenPipeError:
-                pass
-            line = self._read_line(10.0)
-            if line:
-                self.final = json.loads(line)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._kill()
-        if self.proc is not None:
-            for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-                if f is not None and not f.closed:
-                    try:
-                        f.close()
-                    except BrokenPipeError:
-                        pass
+        line = child.stop(self.proc, 10.0) if self.proc is not None else None
+        if line:
+            self.final = json.loads(line)
         # A killed daemon leaves its cgroup: remove it (its clamp detached when its stdin closed).
         if self.cgroup is not None and self.cgroup.exists():
             from .clamp import _evacuate_and_remove
@@ -271,17 +256,12 @@ class TerminalMiddleware:
         self.close()
 
     def _read_line(self, timeout_s: float) -> str | None:
-        assert self.proc is not None and self.proc.stdout is not None
-        with selectors.DefaultSelector() as sel:
-            sel.register(self.proc.stdout, selectors.EVENT_READ)
-            if not sel.select(timeout_s):
-                return None
-        return self.proc.stdout.readline() or None
+        assert self.proc is not None
+        return child.read_line(self.proc, timeout_s)
 
     def _kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        if self.proc is not None:
+            child.kill(self.proc)
 
 
 def middleware_hosts(core: dict[str, Any]) -> list[str]:
