@@ -37,9 +37,6 @@ pub(crate) struct Terminal {
     /// Next broadcast, next clamp step, ns.
     pub next_count_ns: u64,
     pub next_step_ns: u64,
-    /// Clamp steps taken, broadcasts sent and heard (for the summary).
-    pub steps: u64,
-    pub sent: u64,
 }
 
 impl Terminal {

@@ -377,8 +377,6 @@ impl World {
                             on_air,
                             next_count_ns: phase,
                             next_step_ns: phase,
-                            steps: 0,
-                            sent: 0,
                         }
                     })
                     .collect();
@@ -737,7 +735,6 @@ impl World {
         let ti = a as usize;
         if ag.terminals[ti].next_count_ns <= t {
             ag.terminals[ti].next_count_ns += spec_count;
-            ag.terminals[ti].sent += 1;
             let (medium, on_air) = (ag.terminals[ti].medium, ag.terminals[ti].on_air);
             match medium {
                 Some((e, port, relay)) if on_air => {
@@ -760,7 +757,6 @@ impl World {
         };
         if ag.terminals[ti].next_step_ns <= t {
             ag.terminals[ti].next_step_ns += spec_step;
-            ag.terminals[ti].steps += 1;
             for k in 0..ag.terminals[ti].flows.len() {
                 let f = ag.terminals[ti].flows[k] as usize;
                 let tp = &self.flows[f].sender.tp;
