@@ -404,12 +404,26 @@ class NetLink(Duplex):
     endpoints: list[str] = Field(min_length=2, max_length=2)
 
 
+#: The fields of a TCP flow that a UDP flow does not take.
+_TCP_ONLY = ("cc", "cc_params", "mss_bytes", "initial_cwnd_pkts", "max_cwnd_pkts", "rwnd_bytes", "sack",
+             "timestamps", "delayed_ack", "frto", "tlp", "ack_counting", "rto_min_ms", "rto_initial_ms",
+             "rto_max_ms", "ecn", "reverse_path")
+
+
 class Flow(_Model):
-    """One TCP flow (docs/scenario.md lists every field)."""
+    """One flow: a TCP connection (the default), or with ``transport = "udp"`` a constant-bit-rate
+    UDP stream of ``payload_bytes`` datagrams at ``rate_bps`` (docs/scenario.md lists every field)."""
 
     name: str | None = None
     sender: str | None = None
     receiver: str | None = None
+    #: "tcp" or "udp" (a constant-bit-rate stream: ``rate_bps``, ``payload_bytes``; no TCP field
+    #: applies to it).
+    transport: Literal["tcp", "udp"] = "tcp"
+    #: UDP only: the application's (payload) sending rate, as iperf3's -b ("10Mbps" accepted).
+    rate_bps: float | None = Field(default=None, gt=0)
+    #: UDP only: each datagram's payload, as iperf3's -l; the IP packet is 28 bytes more.
+    payload_bytes: int = Field(default=1472, ge=1, le=65507)
     cc: str = "cubic"
     cc_params: dict[str, bool | int | float] = Field(default_factory=dict)
     start_s: float = Field(default=0.0, ge=0)
@@ -439,6 +453,20 @@ class Flow(_Model):
     #: General form: the nodes the ACKs cross, receiver first; default: ``path`` reversed if
     #: given, else the routing table.
     reverse_path: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _transport_fields(self) -> "Flow":
+        if self.transport == "udp":
+            if self.rate_bps is None:
+                raise ValueError("a UDP flow needs rate_bps (its sending rate)")
+            tcp_only = sorted(set(_TCP_ONLY) & self.model_fields_set)
+            if tcp_only:
+                raise ValueError(f"TCP settings, not for a UDP flow: {', '.join(tcp_only)}")
+        else:
+            for k in ("rate_bps", "payload_bytes"):
+                if k in self.model_fields_set:
+                    raise ValueError(f'{k} is only for transport = "udp" (a TCP flow\'s rate is its congestion control\'s)')
+        return self
 
     @model_validator(mode="after")
     def _rto_order(self) -> "Flow":
@@ -748,6 +776,10 @@ class Scenario(_Model):
         flows = []
         for f in self.flows:
             d = f.model_dump()
+            if f.transport == "udp":
+                d["rate_bps"] = int(round(f.rate_bps or 0))
+            else:
+                d.pop("rate_bps")
             if self.bottleneck is not None:  # the dumbbell's flows have no paths
                 d.pop("path")
                 d.pop("reverse_path")
