@@ -327,7 +327,10 @@ mod tests {
                 },
             );
         }
-        assert_eq!((r.received_pkts, r.received_bytes, r.reordered_pkts), (3, 300, 1));
+        assert_eq!(
+            (r.received_pkts, r.received_bytes, r.reordered_pkts),
+            (3, 300, 1)
+        );
         assert_eq!(r.owd.min_ns, 5_000_000);
         assert_eq!(r.owd.max_ns, 6_999_999);
     }
@@ -346,7 +349,10 @@ mod tests {
         for q in [0.5, 0.95, 0.99] {
             let exact = q * 100_000.0 * 1000.0;
             let got = h.quantile_ns(q).unwrap();
-            assert!((got - exact).abs() / exact < 1.0 / 128.0, "q {q}: {got} vs {exact}");
+            assert!(
+                (got - exact).abs() / exact < 1.0 / 128.0,
+                "q {q}: {got} vs {exact}"
+            );
         }
         assert_eq!(h.mean_ns().unwrap(), 50_000_500.0);
     }

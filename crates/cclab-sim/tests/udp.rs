@@ -7,7 +7,10 @@ use cclab_sim::udp::{UdpStats, UDP_IP_HEADER_BYTES};
 use common::{Dumbbell, Flow};
 
 fn udp_stats(out: &cclab_sim::RunOutput, i: usize) -> &UdpStats {
-    out.flow_stats[i].udp.as_ref().expect("a UDP flow has udp stats")
+    out.flow_stats[i]
+        .udp
+        .as_ref()
+        .expect("a UDP flow has udp stats")
 }
 
 #[test]
@@ -62,7 +65,10 @@ fn above_capacity_the_link_carries_its_rate_and_drops_the_rest() {
         .map(|l| l.counters.dropped_queue_full_pkts)
         .sum::<u64>();
     assert_eq!(drops, u.lost_pkts);
-    assert_eq!(u.sent_pkts, u.received_pkts + u.lost_pkts + u.in_flight_pkts);
+    assert_eq!(
+        u.sent_pkts,
+        u.received_pkts + u.lost_pkts + u.in_flight_pkts
+    );
     let drop_rows = out.events.kind.iter().filter(|k| **k == "drop").count() as u64;
     assert_eq!(drop_rows, drops);
     // A full 50-packet queue ahead: about 50 x 1.2 ms of queueing on top of 21.2 ms.
@@ -96,7 +102,7 @@ fn tcp_takes_what_udp_leaves_and_trace_indices_follow_the_scenario() {
             assert!([0, 1, 2].contains(f));
         }
     }
-    assert!(out.events.flow.iter().any(|&f| f == 2));
+    assert!(out.events.flow.contains(&2));
 }
 
 #[test]
@@ -106,10 +112,16 @@ fn a_sized_stream_completes_when_its_last_datagram_arrives() {
         .flow(Flow::udp(1_000_000, 1000).size_bytes(100_500))
         .run();
     let u = udp_stats(&out, 0);
-    assert_eq!((u.sent_pkts, u.sent_bytes, u.received_bytes), (101, 100_500, 100_500));
+    assert_eq!(
+        (u.sent_pkts, u.sent_bytes, u.received_bytes),
+        (101, 100_500, 100_500)
+    );
     // The 101st leaves at 0.8 s (8 ms apart) and takes 20 ms + 0.42 ms of serialisation.
     let done = out.flow_stats[0].completion_s.unwrap();
-    assert!((done - (0.8 + 0.020 + 528.0 * 8.0 / 10e6)).abs() < 1e-6, "{done}");
+    assert!(
+        (done - (0.8 + 0.020 + 528.0 * 8.0 / 10e6)).abs() < 1e-6,
+        "{done}"
+    );
     // Sent over 101 slots of 8 ms: 1 Mbit/s minus the short last datagram's share.
     assert!((u.send_rate_bps - 100_500.0 * 8.0 / 0.808).abs() < 1.0);
 }
