@@ -90,13 +90,11 @@ def cubic(trace: str, fmt: str | None, time_col: str | None, cwnd_col: str | Non
     t = Table(title=f"CUBIC parameters of {trace}")
     for col in ("parameter", "estimate", "95 % CI"):
         t.add_column(col)
-    for name in ("c", "beta", "b", "K_s", "wmax_pkts"):
+    for name in ("c", "beta", "b", "K_s", "wmax_pkts") if est.reliable else ("beta",):
         e = getattr(est, name)
         t.add_row(name, f"{e.value:.4g}", f"[{e.ci_low:.4g}, {e.ci_high:.4g}]")
     out.print(t)
-    used = int(est.cycles["fit_ok"].sum()) if "fit_ok" in est.cycles else 0
-    out.print(f"{len(est.cycles)} cycles found, {used} usable (seen past their plateau)"
-              + (f"; window cap at {est.cap_pkts:g} packets" if est.cap_pkts else ""))
+    out.print(est.note)
 
 
 @infer.command(

@@ -250,3 +250,35 @@ def test_cli_infer_json_and_plot(tmp_path):
     assert (tmp_path / "figs" / "cubic_fit.png").stat().st_size > 10_000
     r = run("cubic", str(TRACES / "cubic_20M_200ms_q500.csv"), "--cwnd-col", "nope")
     assert r.returncode == 2 and "nope" in r.stderr
+
+
+@needs_traces
+@pytest.mark.parametrize("name", ["bbr_20M_200ms_q500", "cubic_10M_50ms_p1e-3", "reno_10M_50ms_p1e-3"])
+def test_naming_the_columns_keeps_the_other_fields(name):
+    """--time-col/--cwnd-col on a TCP_INFO CSV: the RTTs, ssthresh and state stay, so the
+    classifier sees the same features and names the same algorithm."""
+    f = TRACES / f"{name}.csv"
+    named = infer.load_trace(f, time_col="t", cwnd_col="snd_cwnd")
+    plain = infer.load_trace(f)
+    assert {"srtt_ms", "min_rtt_ms", "ssthresh_pkts", "ca_state"} <= set(named.columns)
+    pd.testing.assert_frame_equal(named[plain.columns], plain)
+    assert infer.identify(named).algorithm == infer.identify(f).algorithm == name.split("_")[0]
+
+
+@needs_core
+def test_too_few_usable_cycles_give_no_estimate_and_say_why(tmp_path):
+    """The README's example: S0's 25 ms path with its 200-packet window cap, where CUBIC's
+    plateau is seldom reached before the cap: no c is reported, and the note says why."""
+    r = cclab.simulate(cclab.load_scenario("s0-25ms", duration_s=30))
+    est = infer.estimate_cubic(r.flows)
+    assert not est.reliable
+    assert "no reliable estimate" in est.note and "window cap at 200" in est.note
+    assert "held at the window cap" in est.note
+    d = est.to_dict()
+    assert d["reliable"] is False and d["c"]["value"] is None and d["beta"]["value"] is not None
+    path = tmp_path / "traces.parquet"
+    r.flows.to_parquet(path)
+    out = subprocess.run([sys.executable, "-m", "cclab", "infer", "cubic", str(path)], capture_output=True,
+                         text=True, check=True).stdout
+    assert "no reliable estimate" in out and "beta" in out
+    assert "wmax_pkts" not in out and "K_s" not in out

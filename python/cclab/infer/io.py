@@ -87,9 +87,11 @@ def _from_frame(
     df: pd.DataFrame, fmt: str | None, time_col: str | None, cwnd_col: str | None, flow: Any, what: str
 ) -> pd.DataFrame:
     cols = set(df.columns)
-    if fmt in (None, "cclab") and {"t_s", "cwnd_pkts"} <= cols and time_col is None and cwnd_col is None:
+    named = time_col is not None or cwnd_col is not None
+    tcpinfo = fmt == "tcpinfo" or (fmt is None and {"t", "snd_cwnd"} <= cols)
+    if fmt in (None, "cclab") and {"t_s", "cwnd_pkts"} <= cols and not named:
         return _one_flow(df, flow)
-    if fmt in (None, "tcpinfo") and {"t", "snd_cwnd"} <= cols and time_col is None and cwnd_col is None:
+    if tcpinfo and not named:
         return _from_tcpinfo(df)
     tc = time_col or next((c for c in ("t_s", "time_s", "time", "t") if c in cols), None)
     cc = cwnd_col or next((c for c in ("cwnd_pkts", "cwnd", "snd_cwnd") if c in cols), None)
@@ -104,7 +106,18 @@ def _from_frame(
     if ok.sum() < 2:
         raise _err(f"{what}: columns {tc!r}/{cc!r} hold fewer than 2 numeric rows")
     out = pd.DataFrame({"t_s": t[ok].to_numpy(float), "cwnd_pkts": w[ok].to_numpy(float)})
+    # Keep what else the trace says (RTTs, ssthresh, state, ...): naming the two columns must not
+    # cost the estimators their other features. TCP_INFO fields are converted to cclab's names.
+    extra = _tcpinfo_fields(df) if tcpinfo else df[[c for c in _CCLAB_EXTRA if c in cols]]
+    for c in extra.columns:
+        if c not in out.columns and c not in (tc, cc):
+            out[c] = pd.to_numeric(extra[c], errors="coerce")[ok].to_numpy(float)
     return out.sort_values("t_s", kind="stable").reset_index(drop=True)
+
+
+#: cclab trace columns, besides time and cwnd, that the estimators read when present.
+_CCLAB_EXTRA = ("ssthresh_pkts", "srtt_ms", "rttvar_ms", "min_rtt_ms", "rto_ms", "ca_state", "delivered_bytes",
+                "retrans_pkts", "pacing_rate_bps", "delivery_rate_bps", "inflight_pkts")
 
 
 def _one_flow(df: pd.DataFrame, flow: Any) -> pd.DataFrame:
@@ -128,9 +141,9 @@ def _one_flow(df: pd.DataFrame, flow: Any) -> pd.DataFrame:
     return out.sort_values("t_s", kind="stable").reset_index(drop=True)
 
 
-def _from_tcpinfo(df: pd.DataFrame) -> pd.DataFrame:
-    """TCP_INFO samples with the kernel's field names and units (us, bytes/s)."""
-    out = pd.DataFrame({"t_s": df["t"].astype(float), "cwnd_pkts": df["snd_cwnd"].astype(float)})
+def _tcpinfo_fields(df: pd.DataFrame) -> pd.DataFrame:
+    """TCP_INFO's fields other than time and cwnd, in cclab's names and units (row-aligned)."""
+    out = pd.DataFrame(index=df.index)
     if "snd_ssthresh" in df:
         out["ssthresh_pkts"] = df["snd_ssthresh"].where(df["snd_ssthresh"] < 0x7FFFFFFF).astype(float)
     for src, dst in (("rtt", "srtt_ms"), ("rttvar", "rttvar_ms"), ("min_rtt", "min_rtt_ms"), ("rto", "rto_ms")):
@@ -146,6 +159,13 @@ def _from_tcpinfo(df: pd.DataFrame) -> pd.DataFrame:
         out["pacing_rate_bps"] = df["pacing_rate"].astype(float) * 8
     if "delivery_rate" in df:
         out["delivery_rate_bps"] = df["delivery_rate"].astype(float) * 8
+    return out
+
+
+def _from_tcpinfo(df: pd.DataFrame) -> pd.DataFrame:
+    """TCP_INFO samples with the kernel's field names and units (us, bytes/s)."""
+    out = pd.DataFrame({"t_s": df["t"].astype(float), "cwnd_pkts": df["snd_cwnd"].astype(float)})
+    out = pd.concat([out, _tcpinfo_fields(df)], axis=1)
     return out.sort_values("t_s", kind="stable").reset_index(drop=True)
 
 
