@@ -282,3 +282,28 @@ def test_too_few_usable_cycles_give_no_estimate_and_say_why(tmp_path):
                          text=True, check=True).stdout
     assert "no reliable estimate" in out and "beta" in out
     assert "wmax_pkts" not in out and "K_s" not in out
+
+
+@needs_core
+@pytest.mark.parametrize(("rtt_ms", "queue_bdp"), [(200, 3), (550, 2)])
+def test_cubic_estimate_corrects_the_windows_lag_behind_the_curve(rtt_ms, queue_bdp):
+    """With a deep queue the window trails CUBIC's curve by the queueing delay (bictcp_update
+    aims at W(t + delay_min) and closes the gap over a round trip), which reads c low; the
+    estimator shifts each sample by srtt - min RTT. Without the RTT columns it cannot."""
+    bdp = 300
+    r = cclab.simulate({"name": "lag", "duration_s": 150, "sim": {"trace": "interval", "trace_interval_ms": 10},
+                        "bottleneck": {"rate_bps": bdp * 1500 * 8 / (rtt_ms / 1000), "delay_ms": rtt_ms / 2,
+                                       "queue_pkts": bdp * queue_bdp},
+                        "flows": [{"cc": "cubic"}]})
+    f = infer.load_trace(r.flows)
+    with_lag = infer.estimate_cubic(f).c.value
+    without = infer.estimate_cubic(f.drop(columns=["srtt_ms"])).c.value
+    assert abs(with_lag - 0.4) < abs(without - 0.4)
+    assert without < 0.4 * 0.98  # the lag reads c low
+    assert abs(with_lag - 0.4) / 0.4 < 0.035
+
+
+@needs_traces
+def test_kernel_cubic_c_with_the_lag_model():
+    est = infer.estimate_cubic(TRACES / "cubic_20M_200ms_q500.csv")
+    assert abs(est.c.value - 410 / 1024) / (410 / 1024) < 0.01
