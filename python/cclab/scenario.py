@@ -18,7 +18,7 @@ from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, Validati
                       model_validator)
 
 from ._errors import ScenarioError
-from .units import UnitError, parse_quantity, unit_of_field
+from .units import UnitError, parse_quantity, shown_value, unit_of_field
 
 __all__ = [
     "Scenario",
@@ -49,6 +49,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _takes_bool(annotation: Any) -> bool:
+    """Whether a field's type admits a bool (``bool``, ``bool | None``, ``dict[str, bool | int]``)."""
+    from typing import get_args
+
+    if annotation is bool:
+        return True
+    return any(_takes_bool(a) for a in get_args(annotation))
+
+
 class _Model(_Strict):
     """Strict base whose fields named with a unit (``delay_ms``) accept unit strings."""
 
@@ -56,6 +65,8 @@ class _Model(_Strict):
     @classmethod
     def _parse_units(cls, v: Any, info: Any) -> Any:
         name = info.field_name
+        if isinstance(v, bool) and name in cls.model_fields and not _takes_bool(cls.model_fields[name].annotation):
+            raise ValueError(f"{str(v).lower()} is not accepted: a number, not true/false")
         if name and unit_of_field(name) and isinstance(v, (str, float)):
             return parse_quantity(v, name)
         return v
@@ -614,6 +625,10 @@ class Scenario(_Model):
 
     @model_validator(mode="after")
     def _references(self) -> "Scenario":
+        for i, f in enumerate(self.flows):
+            if f.start_s >= self.duration_s:
+                raise ValueError(f"flows[{i}].start_s: {f.start_s:g} s is not before the run's end (duration_s = "
+                                 f"{self.duration_s:g}): the flow would never start")
         general = bool(self.nodes or self.links or self.media)
         if self.bottleneck is not None and general:
             raise ValueError("nodes: give either the dumbbell (bottleneck, senders, receivers) or the general form "
@@ -849,7 +864,7 @@ def _problems(err: ValidationError, model: type[BaseModel]) -> list[tuple[str, s
         elif e["type"] == "missing":
             msg = "required"
         elif "input" in e and e["type"] not in ("value_error", "model_type"):
-            msg = f"{e['input']!r} is not accepted: {msg}"
+            msg = f"{shown_value(e['input'])} is not accepted: {msg}"
         # Messages that already carry their own path (cross-field checks).
         m = re.match(r"^([\w\[\].]+): (.*)$", msg, re.S)
         if m and ("[" in m.group(1) or m.group(1) in ("bottleneck", "flows", "senders", "receivers", "nodes", "links", "media",

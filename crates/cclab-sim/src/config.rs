@@ -257,6 +257,18 @@ fn d_rto_max() -> f64 {
     120_000.0
 }
 
+/// A bad text value as an error message shows it: quoted, cut to 60 characters (a 100 kB value
+/// must not make a 100 kB message).
+pub(crate) fn shown(value: &str) -> String {
+    const LIMIT: usize = 60;
+    let n = value.chars().count();
+    if n <= LIMIT {
+        return format!("{value:?}");
+    }
+    let head: String = value.chars().take(LIMIT).collect();
+    format!("{head:?}... ({n} characters)")
+}
+
 fn check_nonneg(field: &str, v: f64) -> Result<(), ConfigError> {
     if !v.is_finite() || v < 0.0 {
         return Err(err(
