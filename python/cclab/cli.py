@@ -243,9 +243,10 @@ def main() -> None:
     except click.exceptions.Abort:
         err.print("interrupted")
         sys.exit(130)
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        sys.exit(130)
+    except KeyboardInterrupt as e:
+        signum = getattr(e, "signum", 2)  # KernelRunStopped carries SIGTERM's or SIGHUP's number
+        err.print("interrupted" if signum == 2 else str(e))
+        sys.exit(128 + signum)
     except click.ClickException as e:
         e.show()
         sys.exit(2)

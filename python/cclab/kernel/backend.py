@@ -13,12 +13,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import pandas as pd
@@ -28,7 +30,7 @@ from ..scenario import Scenario, load_scenario
 from .link import LinkEmulator
 from .clamp import CwndClamp
 from .middleware import MiddlewareCC, TerminalMiddleware, middleware_hosts, read_log
-from . import bpfcc
+from . import bpfcc, child
 from .knobs import CUBIC_FAMILY, CubicModuleParams, cubic_plan, namespace_sysctls, set_initcwnd
 from .device import configure_device, device_stats
 from .tcpinfo import TRACE_COLUMNS
@@ -150,7 +152,9 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
     run_id = f"{os.getpid() % 100000}{int(time.time() * 1000) % 10000}"
     interval_ms = d["sim"]["trace_interval_ms"]
     t_wall = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="cclab-kernel-") as tmp, Namespaces(run_id, list(hosts.values())) as nss:
+    helpers: list[subprocess.Popen[str]] = []  # traffic processes: killed however the run ends
+    with _signals_unwind(), tempfile.TemporaryDirectory(prefix="cclab-kernel-") as tmp, \
+            Namespaces(run_id, list(hosts.values()), tmp_dir=tmp) as nss, _killed_at_exit(helpers):
         ns = {h: nss.names[v] for h, v in hosts.items()}
         spec = net.emulator_spec(d["seed"], ns, Path(tmp) / "link-stats.json", interval_ms)
         knobs: dict[str, dict[str, str]] = {}
@@ -202,7 +206,9 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                                       "--go-file", str(go), "--until-s", str(d["duration_s"]), module=_UDP)
                 else:
                     cmd = _netns_exec(ns[f["receiver"]], "recv", "--port", port, "--ready-file", str(ready))
-                rcv = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                rcv = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                       preexec_fn=child.die_with_parent)
+                helpers.append(rcv)
                 t_end = time.monotonic() + 10
                 while not ready.exists() and time.monotonic() < t_end:
                     time.sleep(0.01)
@@ -218,7 +224,9 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                             "--go-file", str(go), "--ready-file", str(ready), "--start-s", str(f["start_s"]),
                             "--until-s", str(d["duration_s"]), "--size", str(f["size_bytes"])]
                     senders.append((k, f, subprocess.Popen(_netns_exec(ns[f["sender"]], *args, module=_UDP),
-                                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+                                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                                           preexec_fn=child.die_with_parent)))
+                    helpers.append(senders[-1][2])
                     continue
                 args = ["send", "--dst", net.flows[k][1].addr, "--port", str(_BASE_PORT + k),
                         "--cc", cc_names.get(k, f["cc"]), "--mss", str(f["mss_bytes"]),
@@ -229,7 +237,9 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                 mw = daemons.get(f["sender"])
                 preexec = mw.preexec if mw else clamp.preexec if clamp else None
                 senders.append((k, f, subprocess.Popen(_netns_exec(ns[f["sender"]], *args), stdout=subprocess.PIPE,
-                                                       stderr=subprocess.PIPE, text=True, preexec_fn=preexec)))
+                                                       stderr=subprocess.PIPE, text=True,
+                                                       preexec_fn=child.preexec(preexec))))
+                helpers.append(senders[-1][2])
             t_end = time.monotonic() + 30
             while not all((Path(tmp) / f"sender-ready{k}").exists() for k, _, _ in senders):
                 if time.monotonic() > t_end or any(p.poll() is not None for _, _, p in senders):
@@ -294,6 +304,45 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
         mwt["ca_state"] = pd.Categorical([CA_STATES[int(x)] if pd.notna(x) else None for x in st], categories=CA_STATES)
         r.middleware = mwt
     return r
+
+
+class KernelRunStopped(KeyboardInterrupt):
+    """A kernel run ended by SIGTERM or SIGHUP (SIGINT is KeyboardInterrupt itself): raised in
+    the main thread so every context manager of the run unwinds, as for Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _signals_unwind() -> Iterator[None]:
+    """While a kernel run is on, SIGTERM and SIGHUP raise KernelRunStopped (what timeout,
+    systemd, job schedulers and a closed terminal send), so they tear down as Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread; a run elsewhere keeps the defaults
+        return
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise KernelRunStopped(signum)
+
+    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, h in before.items():
+            signal.signal(sig, h)
+
+
+@contextlib.contextmanager
+def _killed_at_exit(procs: list[subprocess.Popen[str]]) -> Iterator[None]:
+    """Kill and reap every process in ``procs`` still running when the block ends (an error or a
+    signal mid-run); on a normal end they have exited already."""
+    try:
+        yield
+    finally:
+        for p in procs:
+            child.kill(p)
 
 
 def _result(sc: Scenario, d: dict[str, Any], frames: dict[int, pd.DataFrame], totals: dict[int, dict[str, Any]],
