@@ -307,3 +307,45 @@ def test_cubic_estimate_corrects_the_windows_lag_behind_the_curve(rtt_ms, queue_
 def test_kernel_cubic_c_with_the_lag_model():
     est = infer.estimate_cubic(TRACES / "cubic_20M_200ms_q500.csv")
     assert abs(est.c.value - 410 / 1024) / (410 / 1024) < 0.01
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("t,cwnd\n", "0 usable row"),
+        ("t,cwnd\n0.0,10\n", "1 usable row"),
+        ("t,cwnd\n0.0,10\n0.1,-3\n0.2,12\n", "cwnd_pkts: a negative cwnd (-3)"),
+        ("t,cwnd\nnan,10\n0.1,inf\n", "0 usable row"),
+        ("a,b\n1,2\n3,4\n", "no time column found (looked for t_s, time_s, time, t); name it with --time-col"),
+    ],
+)
+def test_traces_that_cannot_be_judged_are_refused(tmp_path, text, needle):
+    p = tmp_path / "t.csv"
+    p.write_text(text)
+    with pytest.raises(infer.InputError, match=None) as e:
+        infer.load_trace(p)
+    assert needle in str(e.value)
+    r = subprocess.run([sys.executable, "-m", "cclab", "infer", "algo", str(p)], capture_output=True, text=True)
+    assert r.returncode == 2 and needle.split("(")[0].strip() in " ".join(r.stderr.split())
+
+
+def test_short_and_non_finite_traces(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_text("t,cwnd\n" + "".join(f"{i / 10},{10 + i}\n" for i in range(20)) + "nan,5\n")
+    df = infer.load_trace(p)
+    assert len(df) == 20 and df.attrs["dropped_rows"] == 1
+    with pytest.raises(ValueError, match="too short to judge: 20 samples"):
+        infer.identify(df)
+
+
+@needs_core
+def test_a_two_flow_trace_says_which_flow_it_judges(tmp_path):
+    r = cclab.simulate({"name": "two", "duration_s": 5, "bottleneck": {"rate_bps": "20Mbps", "delay_ms": 10},
+                        "flows": [{"name": "a"}, {"name": "b", "cc": "reno"}]})
+    p = tmp_path / "traces.parquet"
+    r.flows.to_parquet(p)
+    out = subprocess.run([sys.executable, "-m", "cclab", "infer", "algo", str(p)], capture_output=True, text=True)
+    assert "judging flow 'a', the first of 2 (a, b); pick another with --flow" in " ".join(out.stderr.split())
+    out = subprocess.run([sys.executable, "-m", "cclab", "infer", "algo", str(p), "--flow", "b"], capture_output=True,
+                         text=True)
+    assert "judging" not in out.stderr
