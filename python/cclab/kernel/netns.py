@@ -140,19 +140,25 @@ def _kill_inside(name: str) -> int:
     return n
 
 
-def _remove_run(rec: Path, data: dict) -> list[str]:
-    """Kill what runs in a recorded run's namespaces, remove them, its temporary directory and
-    its record. Returns the namespaces removed."""
+def _remove_namespaces(names: list[str]) -> list[str]:
+    """Kill what runs inside each namespace and remove it; the names removed."""
     from pyroute2 import netns
 
     removed = []
-    for name in data.get("namespaces", []):
+    for name in names:
         _kill_inside(name)
         try:
             netns.remove(name)
             removed.append(name)
         except OSError:
             pass
+    return removed
+
+
+def _remove_run(rec: Path, data: dict) -> list[str]:
+    """Kill what runs in a recorded run's namespaces, remove them, its temporary directory and
+    its record. Returns the namespaces removed."""
+    removed = _remove_namespaces(data.get("namespaces", []))
     tmp = data.get("tmp")
     if tmp and Path(tmp).name.startswith("cclab-kernel-"):
         shutil.rmtree(tmp, ignore_errors=True)
@@ -287,18 +293,10 @@ def clean() -> list[str]:
     """Remove every cclab namespace (killing the processes inside), run record and recorded
     temporary directory, and kill orphaned cclab helper processes (after a crash). Returns the
     namespaces removed."""
-    from pyroute2 import netns
-
     require_root()
     removed = []
     for rec, data in _records():
         removed += _remove_run(rec, data)
-    for name in list_namespaces():
-        _kill_inside(name)
-        try:
-            netns.remove(name)
-            removed.append(name)
-        except OSError:
-            pass
+    removed += _remove_namespaces(list_namespaces())
     kill_orphans()
     return removed
