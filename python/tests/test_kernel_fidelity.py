@@ -116,3 +116,19 @@ def test_initial_window_is_acked_segment_by_segment():
     assert int(st["cwnd_pkts"]) == int(kt["snd_cwnd"]) == 20
     k_rttvar_ms = kt["rttvar"] / 1000
     assert abs(st["rttvar_ms"] - k_rttvar_ms) / k_rttvar_ms < 0.1, (st["rttvar_ms"], k_rttvar_ms)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 13 part 1, open: HyStart's rounds start 60 % into a slow-start burst, so the "
+    "simulator exits by delay at 272 (1.07 s) where the kernel's ACK train exits at 491 (1.32 s); "
+    "docs/design.md says what was ruled out",
+)
+def test_slow_start_ends_where_the_kernel_s_does():
+    """First ssthresh within 5 % of the kernel's, and its time within 0.05 s."""
+    k, r = _kernel_and_sim("cubic_20M_200ms_q500", "cubic")
+    kf = k[k["snd_ssthresh"] < 2**31 - 1].iloc[0]
+    f = r.flows
+    sf = f[f["ssthresh_pkts"].notna() & (f["ssthresh_pkts"] < 2**31 - 1)].iloc[0]
+    assert abs(sf["ssthresh_pkts"] - kf["snd_ssthresh"]) <= 0.05 * kf["snd_ssthresh"]
+    assert abs(sf["t_s"] - kf["t"]) <= 0.05
