@@ -826,18 +826,28 @@ fn hystart_rounds_start_at_burst_edges_from_the_initial_window() {
     let mut cc = Cubic::new(CubicParams::default()).unwrap();
     let mut tp = sock(10);
     cc.init(&mut tp);
-    assert_eq!(cc.ca.end_seq, 0, "init: a round ending at snd_nxt, nothing sent yet");
+    assert_eq!(
+        cc.ca.end_seq, 0,
+        "init: a round ending at snd_nxt, nothing sent yet"
+    );
     // The initial window goes out; its ACKs come back one per segment, each releasing two.
     tp.snd_nxt = 10 * MSS;
     let mut t = 1_000_000;
     ack(&mut cc, &mut tp, t, 100_000);
-    assert_eq!(cc.ca.end_seq, 10 * MSS, "first ACK, cwnd 10: a round to the window's end");
+    assert_eq!(
+        cc.ca.end_seq,
+        10 * MSS,
+        "first ACK, cwnd 10: a round to the window's end"
+    );
     assert_eq!(cc.ca.round_start, t as u32);
     let first_round_start = cc.ca.round_start;
     for _ in 1..10 {
         t += 300;
         ack(&mut cc, &mut tp, t, 100_000);
-        assert_eq!(cc.ca.round_start, first_round_start, "no reset within the initial window");
+        assert_eq!(
+            cc.ca.round_start, first_round_start,
+            "no reset within the initial window"
+        );
     }
     assert_eq!(tp.snd_cwnd, 20);
     let burst_end = tp.snd_nxt;
