@@ -35,10 +35,21 @@ def _first_ssthresh(f) -> tuple[int, float]:
 
 @root_only
 def test_slow_start_ends_where_the_kernel_s_does():
-    # The kernel's data starts after the handshake; times count from the first data sent. (The
-    # kernel's ACK train breaks when the host is loaded enough to hold ACKs back for 2 ms; then
-    # it leaves slow start later, by loss, and this test fails for the host, not the model.)
-    k_ss, k_t = _first_ssthresh(run_kernel(_PATH).flows)
+    """First ssthresh within 5 % and its time within 0.05 s of the kernel's, times counted from
+    the first data sent (the kernel's data starts after the handshake).
+
+    The kernel's ACK train breaks when the host holds ACKs back for more than 2 ms
+    (`hystart_ack_delta_us`), as a machine busy with other work does now and then; HyStart then
+    exits later, by delay, with a larger window. So the kernel gets up to five runs and one must
+    match; the simulator is deterministic."""
     s_ss, s_t = _first_ssthresh(cclab.simulate(_PATH).flows)
-    assert abs(s_ss - k_ss) <= 0.05 * k_ss, (s_ss, k_ss)
-    assert abs(s_t - k_t) <= 0.05, (s_t, k_t)
+    kernel = []
+    for _ in range(5):
+        k_ss, k_t = _first_ssthresh(run_kernel(_PATH).flows)
+        kernel.append((k_ss, round(k_t, 3)))
+        if abs(s_ss - k_ss) <= 0.05 * k_ss and abs(s_t - k_t) <= 0.05:
+            break
+    else:
+        pytest.fail(f"simulator {s_ss} at {s_t:.3f} s; kernel runs {kernel}")
+    # Never the delay exit at 272-288 of the simulator before the HyStart round fix.
+    assert s_ss > 450
