@@ -80,9 +80,14 @@ def test_the_simulator_logs_middleware_steps_as_the_kernel_daemon_does() -> None
     r = simulate(load_scenario(s1_scenario(3, "tablet", duration_s=10, middleware={"table": "improved"})))
     m = r.middleware
     assert list(m.columns) == ["run", *LOG_COLUMNS]
-    # One row per terminal every 0.5 s, and the three terminals count each other.
+    # One row per terminal every 0.5 s, and the three terminals count each other. The AP relays
+    # the counting broadcasts from its queue, behind the ACKs, so a late one now and then
+    # misses a step's count window (3 of 54 steps counted 2 after issue 13's slow-start changes:
+    # 16 quick ACKs, and HyStart rounds as 6.18 tracks them, so slow start runs on further).
     assert 3 * 19 <= len(m) <= 3 * 21
-    assert set(m["host"]) == {"t1", "t2", "t3"} and (m[m["t_s"] > 1.0]["n"] == 3).all()
+    late = m[m["t_s"] > 1.0]
+    assert set(m["host"]) == {"t1", "t2", "t3"} and late["n"].min() >= 2
+    assert (late["n"] == 3).mean() >= 0.9
     active = m.dropna(subset=["lower_pkts"])
     assert (active["lower_pkts"] <= active["upper_pkts"]).all()
     assert simulate(load_scenario(s1_scenario(2, "tablet", duration_s=2))).middleware is None

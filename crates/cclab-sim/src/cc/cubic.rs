@@ -413,12 +413,25 @@ impl Cubic {
         ca.cnt = ca.cnt.max(MIN_CNT);
     }
 
-    /// net/ipv4/tcp_cubic.c: hystart_update(): look for the slow-start exit point with the
-    /// ACK-train and delay-increase detectors; on detection set ssthresh = cwnd.
+    /// net/ipv4/tcp_cubic.c: hystart_update(): track HyStart's rounds on every ACK of slow
+    /// start, and at cwnd >= `hystart_low_window` look for the exit point with the ACK-train and
+    /// delay-increase detectors; on detection set ssthresh = cwnd.
+    ///
+    /// The round is tracked below the low window too, as since "tcp_cubic: fix incorrect HyStart
+    /// round start detection" (upstream 25c1a9ca53db, 2025; in 6.18): the first round ends with
+    /// the first ACK beyond the initial window, so every round starts at the first ACK of a
+    /// slow-start burst. Before it, the first reset waited for cwnd 16 (the 7th ACK of the
+    /// initial window) and every round began 60 % into a burst, where the burst's own queue
+    /// tripped the delay detector (issue 13).
     fn hystart_update(&mut self, tp: &mut TcpSock, delay: u32) {
         // after(tp->snd_una, ca->end_seq): sequence numbers are u64 bytes here, never wrapping.
         if tp.snd_una > self.ca.end_seq {
             self.hystart_reset(tp);
+        }
+
+        // hystart triggers when cwnd is larger than some threshold
+        if tp.snd_cwnd < self.params.hystart_low_window {
+            return;
         }
 
         if self.params.hystart_detect & HYSTART_ACK_TRAIN != 0 {
@@ -552,7 +565,8 @@ impl CongestionControl for Cubic {
     }
 
     /// net/ipv4/tcp_cubic.c: cubictcp_acked(): track the minimum delay (`delay_min`, a zero
-    /// sample counting as 1 us) and run HyStart in slow start once cwnd >= hystart_low_window.
+    /// sample counting as 1 us) and run HyStart on every ACK of slow start (its detectors act
+    /// once cwnd >= hystart_low_window, `hystart_update`).
     fn pkts_acked(&mut self, tp: &mut TcpSock, sample: &AckSample) {
         // Some calls are for duplicates without timestamps
         if sample.rtt_us < 0 {
@@ -577,12 +591,7 @@ impl CongestionControl for Cubic {
             self.ca.delay_min = delay;
         }
 
-        // hystart triggers when cwnd is larger than some threshold
-        if !self.ca.found
-            && tp.in_slow_start()
-            && self.params.hystart
-            && tp.snd_cwnd >= self.params.hystart_low_window
-        {
+        if !self.ca.found && tp.in_slow_start() && self.params.hystart {
             self.hystart_update(tp, delay);
         }
     }

@@ -813,3 +813,48 @@ fn invalid_params_are_rejected() {
         );
     }
 }
+
+/// Linux 6.18 (upstream 25c1a9ca53db, "tcp_cubic: fix incorrect HyStart round start
+/// detection") tracks HyStart's rounds on every slow-start ACK, below `hystart_low_window` too:
+/// the first ACK of the initial window ends the round `init` opened (end_seq = snd_nxt before
+/// any data) and opens one ending at the initial window's last byte; the 7th ACK (cwnd 16)
+/// stays in that round; the first ACK beyond the initial window, the first of the next burst,
+/// starts the next round. Before the fix the first reset waited for cwnd 16 and every round
+/// began 60 % into a burst.
+#[test]
+fn hystart_rounds_start_at_burst_edges_from_the_initial_window() {
+    let mut cc = Cubic::new(CubicParams::default()).unwrap();
+    let mut tp = sock(10);
+    cc.init(&mut tp);
+    assert_eq!(
+        cc.ca.end_seq, 0,
+        "init: a round ending at snd_nxt, nothing sent yet"
+    );
+    // The initial window goes out; its ACKs come back one per segment, each releasing two.
+    tp.snd_nxt = 10 * MSS;
+    let mut t = 1_000_000;
+    ack(&mut cc, &mut tp, t, 100_000);
+    assert_eq!(
+        cc.ca.end_seq,
+        10 * MSS,
+        "first ACK, cwnd 10: a round to the window's end"
+    );
+    assert_eq!(cc.ca.round_start, t as u32);
+    let first_round_start = cc.ca.round_start;
+    for _ in 1..10 {
+        t += 300;
+        ack(&mut cc, &mut tp, t, 100_000);
+        assert_eq!(
+            cc.ca.round_start, first_round_start,
+            "no reset within the initial window"
+        );
+    }
+    assert_eq!(tp.snd_cwnd, 20);
+    let burst_end = tp.snd_nxt;
+    // The next burst's first ACK (one RTT later) is beyond end_seq: a new round, ending where
+    // the burst sent so far ends.
+    t += 100_000;
+    ack(&mut cc, &mut tp, t, 100_000);
+    assert_eq!(cc.ca.round_start, t as u32);
+    assert_eq!(cc.ca.end_seq, burst_end);
+}

@@ -252,13 +252,14 @@ mod tests {
 
     const MSS: u32 = 1000;
 
+    /// A receiver offering 10 MSS, so 5 quick ACKs (`tcp_incr_quickack`).
     fn rcv(ecn: EcnMode) -> Receiver {
         Receiver::new(ReceiverConfig {
             mss_bytes: MSS,
             sack: true,
             timestamps: true,
             delayed_ack: true,
-            rwnd_bytes: 1 << 30,
+            rwnd_bytes: 10 * MSS as u64,
             size_bytes: u64::MAX,
             hz: 1000,
             ecn,

@@ -3,7 +3,9 @@
 //! `net/ipv4/tcp_output.c`: `tcp_send_delayed_ack`; `net/ipv4/tcp_timer.c`: `tcp_delack_timer`).
 //!
 //! - Quick ACKs at start: the first `min(rcv_wnd / (2 * mss), 16)` ACKs are immediate, with
-//!   the initial rcv_wnd of 10 MSS Linux offers (so 5).
+//!   the initial rcv_wnd Linux offers since 4.19 (`tcp_select_initial_window` on the default
+//!   `tcp_rmem[1]`: about 64 KB, so 16 at any MSS up to 2 KB), or the flow's `rwnd_bytes` if
+//!   smaller.
 //! - Afterwards an ACK for every second full segment ("more than one full frame received"),
 //!   else a delayed ACK after `ato` (adaptive, at least `TCP_ATO_MIN` = 40 ms, at most 200 ms).
 //! - Out-of-order data: SACK blocks (RFC 2018, most recent first, up to 4, 3 with timestamps),
@@ -23,8 +25,11 @@ use crate::tcp::segment::{AckSeg, DataSeg, SeqRange};
 
 /// `TCP_MAX_QUICKACKS`.
 const MAX_QUICKACKS: u32 = 16;
-/// `TCP_DEFAULT_INIT_RCVWND`: initial receive window, in MSS.
-const INIT_RCVWND_MSS: u32 = 10;
+/// `sysctl_tcp_rmem[1]`: the receive buffer a socket starts with, bytes.
+const TCP_RMEM_DEFAULT_BYTES: u64 = 131_072;
+/// `TCP_DEFAULT_SCALING_RATIO` over 256: the share of the buffer `tcp_win_from_space` offers as
+/// window before any skb has been seen (1/2).
+const DEFAULT_SCALING_RATIO: u64 = 128;
 /// `TCP_FASTRETRANS_THRESH`.
 const FASTRETRANS_THRESH: u32 = 3;
 /// `sysctl_tcp_comp_sack_nr`.
@@ -150,10 +155,15 @@ impl Receiver {
         }
     }
 
+    /// `tp->rcv_wnd` as `tcp_incr_quickack` reads it: the initial window (we diverge: no
+    /// autotuning, so it stays there), at most the flow's `rwnd_bytes`.
+    fn rcv_wnd_bytes(&self) -> u64 {
+        initial_rcv_wnd_bytes(self.cfg.mss_bytes).min(self.cfg.rwnd_bytes)
+    }
+
     /// `tcp_incr_quickack`.
     fn incr_quickack(&mut self, max_quickacks: u32) {
-        let rcv_wnd = (INIT_RCVWND_MSS * self.cfg.mss_bytes) as u64;
-        let mut q = (rcv_wnd / (2 * self.cfg.mss_bytes as u64)) as u32;
+        let mut q = (self.rcv_wnd_bytes() / (2 * self.cfg.mss_bytes as u64)) as u32;
         if q == 0 {
             q = 2;
         }
@@ -504,6 +514,20 @@ impl Receiver {
     }
 }
 
+/// The window a Linux 6.18 receiver offers first, bytes: `tcp_select_initial_window` with
+/// `tcp_full_space` = `tcp_win_from_space(tcp_rmem[1])` (half the 128 KiB default buffer), rounded
+/// down to a multiple of the MSS (`net/ipv4/tcp_output.c`; `tcp_rmem` as shipped, no
+/// `init_rcv_wnd` route metric). 65160 bytes at MSS 1448.
+pub(crate) fn initial_rcv_wnd_bytes(mss_bytes: u32) -> u64 {
+    let space = TCP_RMEM_DEFAULT_BYTES * DEFAULT_SCALING_RATIO / 256;
+    let mss = u64::from(mss_bytes.max(1));
+    if space > mss {
+        space / mss * mss
+    } else {
+        space
+    }
+}
+
 /// How many ticks `tsval` is older than `ts_recent`, `(s32)(ts_recent - tsval)` as in
 /// `tcp_paws_check` (include/net/tcp.h); negative when it is newer.
 pub(crate) fn ts_older(ts_recent: u32, tsval: u32) -> i32 {
@@ -540,37 +564,55 @@ mod tests {
         }
     }
 
+    /// Linux 6.18 offers about 64 KB first (`tcp_select_initial_window`), so
+    /// `tcp_incr_quickack` gives min(65000 / 2000, 16) = 16 quick ACKs at MSS 1000.
     #[test]
     fn quickacks_then_every_second_segment() {
+        assert_eq!(initial_rcv_wnd_bytes(1448), 65_160);
+        assert_eq!(initial_rcv_wnd_bytes(1000), 65_000);
         let mut r = rcv(true);
         let mut out = Vec::new();
-        for i in 0..5 {
+        for i in 0..16 {
             r.on_data(i * 1000, &seg(i), &mut out);
         }
-        assert_eq!(out.len(), 5, "the first 5 segments are quick-acked");
+        assert_eq!(out.len(), 16, "the first 16 segments are quick-acked");
         out.clear();
-        for i in 5..15 {
+        for i in 16..26 {
             r.on_data(i * 1000 + 10_000, &seg(i), &mut out);
         }
         assert_eq!(out.len(), 5, "then one ACK per two full segments");
-        assert_eq!(out.last().unwrap().ack, 15_000);
+        assert_eq!(out.last().unwrap().ack, 26_000);
+    }
+
+    /// A smaller `rwnd_bytes` is the window `tcp_incr_quickack` divides: 10 MSS give 5.
+    #[test]
+    fn a_small_window_gives_fewer_quickacks() {
+        let mut r = Receiver::new(ReceiverConfig {
+            rwnd_bytes: 10_000,
+            ..rcv(true).cfg
+        });
+        let mut out = Vec::new();
+        for i in 0..6 {
+            r.on_data(i * 1000, &seg(i), &mut out);
+        }
+        assert_eq!(out.len(), 5, "5 quick ACKs, then the 6th segment waits");
     }
 
     #[test]
     fn lone_segment_waits_for_the_delayed_ack_timer() {
         let mut r = rcv(true);
         let mut out = Vec::new();
-        for i in 0..5 {
+        for i in 0..16 {
             r.on_data(0, &seg(i), &mut out);
         }
         out.clear();
-        r.on_data(1_000_000_000, &seg(5), &mut out);
+        r.on_data(1_000_000_000, &seg(16), &mut out);
         assert!(out.is_empty());
         let d = r.timer_deadline_ns().unwrap();
         assert!(d >= 1_000_000_000 + 40_000_000, "at least TCP_ATO_MIN");
         r.on_timer(d, &mut out);
         assert_eq!(out.len(), 1);
-        assert_eq!(out[0].ack, 6000);
+        assert_eq!(out[0].ack, 17_000);
     }
 
     #[test]
@@ -659,18 +701,18 @@ mod tests {
         let mut out = Vec::new();
         // Segments 30 ms apart: below ato, so ato grows (tcp_event_data_recv); every second
         // one is acked at once, the others wait.
-        for i in 0..20u64 {
+        for i in 0..21u64 {
             r.on_data(i * 30_000_000, &seg(i), &mut out);
         }
         assert!(r.ato > r.ato_min(), "ato {}", r.ato);
         assert_eq!(
             (r.rcv_wup, r.rcv_nxt),
-            (19_000, 20_000),
-            "segment 19 not acked yet"
+            (20_000, 21_000),
+            "segment 20 not acked yet"
         );
-        // Segment 19 again: not below rcv_wup, so not tcp_sequence's drop, a duplicate.
+        // Segment 20 again: not below rcv_wup, so not tcp_sequence's drop, a duplicate.
         out.clear();
-        r.on_data(580_000_000, &seg(19), &mut out);
+        r.on_data(610_000_000, &seg(20), &mut out);
         assert_eq!(out.len(), 1, "acked at once");
         assert_eq!(r.ato, r.ato_min());
     }
@@ -682,17 +724,17 @@ mod tests {
     fn a_special_ack_moves_rcv_wup() {
         let mut r = rcv(true);
         let mut out = Vec::new();
-        for i in 0..5 {
+        for i in 0..16 {
             r.on_data(0, &seg(i), &mut out);
         }
         out.clear();
-        r.on_data(1_000_000, &seg(5), &mut out);
+        r.on_data(1_000_000, &seg(16), &mut out);
         assert!(out.is_empty(), "a lone segment waits");
-        r.send_special_ack(5000, &mut out);
-        assert_eq!((out.len(), out[0].ack), (1, 5000));
+        r.send_special_ack(16_000, &mut out);
+        assert_eq!((out.len(), out[0].ack), (1, 16_000));
         assert_eq!(r.rcv_wup, r.rcv_nxt);
         out.clear();
-        r.on_data(2_000_000, &seg(6), &mut out);
+        r.on_data(2_000_000, &seg(17), &mut out);
         assert!(out.is_empty(), "one frame past rcv_wup: still delayed");
     }
 }
