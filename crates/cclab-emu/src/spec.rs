@@ -399,9 +399,9 @@ fn hop(
     }
 }
 
-/// One medium at field `f`: `name`, `kind` ("shared" or "dcf"), `lanes` (one name per port, at
-/// least 2) and `spec` (the kind's settings in the scenario's units: a `SharedSpec` or a
-/// `DcfSpec`).
+/// One medium at field `f`: `name`, `kind` ("shared", "dcf" or "mesh"), `lanes` (one name per
+/// port, at least 2) and `spec` (the kind's settings in the scenario's units: a `SharedSpec`, a
+/// `DcfSpec` or a `MeshSpec`).
 fn medium_def(v: Value, f: &str) -> Result<(MediumDef, Vec<Option<String>>), SpecError> {
     let Value::Object(mut m) = v else {
         return Err(err(f, "an object with name, kind, lanes and spec"));
@@ -469,7 +469,8 @@ fn medium_def(v: Value, f: &str) -> Result<(MediumDef, Vec<Option<String>>), Spe
         return Err(err(
             format!("{f}.spec"),
             "missing: the medium's settings (a shared channel: rate_bps, delay_ms, queue_pkts, \
-             overhead_us, loss_model; a DCF cell: standard and the DcfSpec fields)",
+             overhead_us, loss_model; a DCF cell: standard and the DcfSpec fields; a mesh chain: \
+             the MeshSpec fields)",
         ));
     };
     let port_names = match m.remove("ports") {
