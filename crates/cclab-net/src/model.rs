@@ -280,8 +280,14 @@ mod tests {
         assert!(e.to_string().contains("media[0].spec.retry_limit"), "{e}");
         for (spec, field) in [
             (serde_json::json!({"mcs": 16}), "media[0].spec.mcs"),
-            (serde_json::json!({"spacing_m": -1.0}), "media[0].spec.spacing_m"),
-            (serde_json::json!({"positions_m": [0.0, 1.0]}), "media[0].spec.positions_m"),
+            (
+                serde_json::json!({"spacing_m": -1.0}),
+                "media[0].spec.spacing_m",
+            ),
+            (
+                serde_json::json!({"positions_m": [0.0, 1.0]}),
+                "media[0].spec.positions_m",
+            ),
         ] {
             let e = MediumModel::from_value(MediumKind::Mesh, spec, "media[0].spec")
                 .unwrap()
@@ -296,6 +302,9 @@ mod tests {
         )
         .unwrap_err();
         let s = e.to_string();
-        assert!(s.contains("media[0].spec.environment") && s.contains("campus"), "{s}");
+        assert!(
+            s.contains("media[0].spec.environment") && s.contains("campus"),
+            "{s}"
+        );
     }
 }

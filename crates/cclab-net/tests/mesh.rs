@@ -27,7 +27,13 @@ const PAYLOAD_BYTES: u32 = 1500;
 /// Node 0 always has frames for node 1; every node k < `hops` forwards what it receives to
 /// k + 1 (static routes, zero-time forwarding). Returns the bits per second arriving at node
 /// `hops` over `seconds`, and the chain.
-fn chain_run(spec: MeshSpec, nodes: usize, hops: usize, seconds: u64, seed: u64) -> (f64, MeshChain<P>) {
+fn chain_run(
+    spec: MeshSpec,
+    nodes: usize,
+    hops: usize,
+    seconds: u64,
+    seed: u64,
+) -> (f64, MeshChain<P>) {
     spec.validate("mesh", nodes).unwrap();
     let mut c: MeshChain<P> = MeshChain::new(spec, nodes, rng::stream(seed, "mesh"));
     let end_ns = seconds * NS_PER_S;
@@ -38,7 +44,11 @@ fn chain_run(spec: MeshSpec, nodes: usize, hops: usize, seconds: u64, seed: u64)
         // Keep the source backlogged (its queue never empties between events).
         while c.queue_pkts(t, 0) < 64 {
             id += 1;
-            let p = P { id, bytes: PAYLOAD_BYTES, at: 1 };
+            let p = P {
+                id,
+                bytes: PAYLOAD_BYTES,
+                at: 1,
+            };
             c.enqueue(t, 0, 1, p).unwrap();
         }
         while let Some(mut p) = c.pop_delivered(t) {
@@ -85,14 +95,42 @@ fn one_hop_saturated_throughput_is_the_airtime_closed_form() {
     // DATA 40 + 4 x ceil(523,174 / 432) = 4888 µs, BlockAck 32 µs.
     for (name, spec, per_access) in [
         ("no aggregation", MeshSpec::default(), 1),
-        ("A-MPDU 64 KB", MeshSpec { ampdu: true, ..MeshSpec::default() }, 42),
-        ("A-MPDU 16 frames", MeshSpec { ampdu: true, ampdu_max_frames: 16, ..MeshSpec::default() }, 16),
-        ("MCS 7 short GI", MeshSpec { mcs: 7, guard_interval_ns: 400, ..MeshSpec::default() }, 1),
+        (
+            "A-MPDU 64 KB",
+            MeshSpec {
+                ampdu: true,
+                ..MeshSpec::default()
+            },
+            42,
+        ),
+        (
+            "A-MPDU 16 frames",
+            MeshSpec {
+                ampdu: true,
+                ampdu_max_frames: 16,
+                ..MeshSpec::default()
+            },
+            16,
+        ),
+        (
+            "MCS 7 short GI",
+            MeshSpec {
+                mcs: 7,
+                guard_interval_ns: 400,
+                ..MeshSpec::default()
+            },
+            1,
+        ),
     ] {
         let (sim, c) = chain_run(spec.clone(), 2, 1, 20, 1);
         let cf = one_hop_closed_form_bps(&spec, per_access);
         let err = sim / cf - 1.0;
-        println!("one hop, {name}: simulated {:.3} Mbit/s, closed form {:.3} Mbit/s ({:+.2} %)", sim / 1e6, cf / 1e6, 100.0 * err);
+        println!(
+            "one hop, {name}: simulated {:.3} Mbit/s, closed form {:.3} Mbit/s ({:+.2} %)",
+            sim / 1e6,
+            cf / 1e6,
+            100.0 * err
+        );
         assert!(err.abs() < 0.03, "{name}: {sim} vs {cf}");
         let m = c.station_stats(0);
         assert_eq!(m.collisions + m.frame_errors, 0, "{name}: a clean hop");
@@ -124,7 +162,10 @@ fn a_chain_in_one_collision_domain_carries_one_over_hops() {
             coll as f64 / att as f64
         );
         if hops <= 3 {
-            assert!((ratio * hops as f64 - 1.0).abs() < 0.05, "{hops} hops: {ratio}");
+            assert!(
+                (ratio * hops as f64 - 1.0).abs() < 0.05,
+                "{hops} hops: {ratio}"
+            );
         }
         let hidden: u64 = (0..5).map(|k| c.station_stats(k).hidden_collisions).sum();
         assert_eq!(hidden, 0);
@@ -134,7 +175,12 @@ fn a_chain_in_one_collision_domain_carries_one_over_hops() {
 /// Nodes 0 and 2 both saturate node 1 (two 1-hop flows into the middle), `spacing_m` apart
 /// at MCS 0 with exponent 3 (40 m: the ends do not sense each other; 10 m: they do).
 fn into_the_middle(spacing_m: f64) -> (f64, MeshChain<P>) {
-    let spec = MeshSpec { mcs: 0, spacing_m, path_loss_exponent: Some(3.0), ..MeshSpec::default() };
+    let spec = MeshSpec {
+        mcs: 0,
+        spacing_m,
+        path_loss_exponent: Some(3.0),
+        ..MeshSpec::default()
+    };
     spec.validate("mesh", 3).unwrap();
     let mut c: MeshChain<P> = MeshChain::new(spec, 3, rng::stream(1, "mesh"));
     let end_ns = 20 * NS_PER_S;
@@ -143,7 +189,17 @@ fn into_the_middle(spacing_m: f64) -> (f64, MeshChain<P>) {
         for s in [0, 2] {
             while c.queue_pkts(t, s) < 8 {
                 id += 1;
-                c.enqueue(t, s, 1, P { id, bytes: PAYLOAD_BYTES, at: 1 }).unwrap();
+                c.enqueue(
+                    t,
+                    s,
+                    1,
+                    P {
+                        id,
+                        bytes: PAYLOAD_BYTES,
+                        at: 1,
+                    },
+                )
+                .unwrap();
             }
         }
         while let Some(p) = c.pop_delivered(t) {
@@ -163,9 +219,19 @@ fn hidden_terminals_collide_at_the_middle_node() {
     let (hidden_bps, h) = into_the_middle(40.0);
     let (sensed_bps, s) = into_the_middle(10.0);
     assert!(!h.senses(0, 2) && s.senses(0, 2));
-    let sum = |c: &MeshChain<P>, f: fn(&mesh::MeshStationStats) -> u64| f(c.station_stats(0)) + f(c.station_stats(2));
-    let (h_att, h_coll, h_hidden) = (sum(&h, |m| m.attempts), sum(&h, |m| m.collisions), sum(&h, |m| m.hidden_collisions));
-    let (s_att, s_coll, s_hidden) = (sum(&s, |m| m.attempts), sum(&s, |m| m.collisions), sum(&s, |m| m.hidden_collisions));
+    let sum = |c: &MeshChain<P>, f: fn(&mesh::MeshStationStats) -> u64| {
+        f(c.station_stats(0)) + f(c.station_stats(2))
+    };
+    let (h_att, h_coll, h_hidden) = (
+        sum(&h, |m| m.attempts),
+        sum(&h, |m| m.collisions),
+        sum(&h, |m| m.hidden_collisions),
+    );
+    let (s_att, s_coll, s_hidden) = (
+        sum(&s, |m| m.attempts),
+        sum(&s, |m| m.collisions),
+        sum(&s, |m| m.hidden_collisions),
+    );
     println!(
         "hidden (40 m): {:.3} Mbit/s, {h_att} attempts, {h_coll} collisions ({h_hidden} hidden), residual loss {:.3}",
         hidden_bps / 1e6,
@@ -188,7 +254,11 @@ fn hidden_terminals_collide_at_the_middle_node() {
 
 #[test]
 fn the_same_seed_gives_the_same_run() {
-    let spec = MeshSpec { environment: mesh::Environment::Campus, ampdu: true, ..MeshSpec::default() };
+    let spec = MeshSpec {
+        environment: mesh::Environment::Campus,
+        ampdu: true,
+        ..MeshSpec::default()
+    };
     let a = chain_run(spec.clone(), 5, 4, 3, 7);
     let b = chain_run(spec.clone(), 5, 4, 3, 7);
     let c = chain_run(spec, 5, 4, 3, 8);

@@ -19,7 +19,11 @@ fn chain(hops: usize, spec: Value, duration_s: f64) -> Scenario {
             if i > 0 {
                 routes.insert(names[0].clone(), json!(names[i - 1]));
             }
-            let kind = if i == 0 || i == hops { "host" } else { "router" };
+            let kind = if i == 0 || i == hops {
+                "host"
+            } else {
+                "router"
+            };
             json!({"name": names[i], "kind": kind, "routes": routes})
         })
         .collect();
@@ -70,4 +74,44 @@ fn a_scenario_names_a_bad_mesh_field() {
     let sc: Scenario = serde_json::from_value(v).expect("parses");
     let e = sc.validate().unwrap_err().to_string();
     assert!(e.contains("media[0].spec.spacing_m"), "{e}");
+}
+
+/// Goodput over 1..=4 hops and the exponent of a power-law fit `g ~ n^-a` (least squares in
+/// log-log).
+fn fit(spec: &Value, duration_s: f64) -> (Vec<f64>, f64) {
+    let g: Vec<f64> = (1..=4)
+        .map(|h| {
+            run(&chain(h, spec.clone(), duration_s), None)
+                .unwrap()
+                .flow_stats[0]
+                .goodput_bps
+        })
+        .collect();
+    let xs: Vec<f64> = (1..=4).map(|n| (n as f64).ln()).collect();
+    let ys: Vec<f64> = g.iter().map(|v| v.ln()).collect();
+    let (mx, my) = (xs.iter().sum::<f64>() / 4.0, ys.iter().sum::<f64>() / 4.0);
+    let sxy: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
+    let sxx: f64 = xs.iter().map(|x| (x - mx) * (x - mx)).sum();
+    (g, -sxy / sxx)
+}
+
+#[test]
+fn lossy_hops_fall_faster_than_clean_ones() {
+    let clean = json!({"spacing_m": 1.0, "queue_pkts": 1000});
+    let campus = json!({"spacing_m": 1.0, "queue_pkts": 1000, "environment": "campus"});
+    // Residual per-hop loss: a 40 % MPDU error floor and 4 attempts leave 0.4^4 = 2.6 %.
+    let lossy =
+        json!({"spacing_m": 1.0, "queue_pkts": 1000, "frame_error_rate": 0.4, "retry_limit": 4});
+    let mut a = vec![];
+    for (name, spec) in [("clean", clean), ("campus", campus), ("lossy", lossy)] {
+        let (g, exponent) = fit(&spec, 20.0);
+        let mbps: Vec<String> = g.iter().map(|v| format!("{:.2}", v / 1e6)).collect();
+        println!(
+            "{name}: {} Mbit/s over 1-4 hops, exponent {exponent:.2}",
+            mbps.join(" / ")
+        );
+        a.push(exponent);
+    }
+    assert!((0.85..1.15).contains(&a[0]), "{a:?}");
+    assert!(a[2] > a[0] + 0.2, "{a:?}");
 }

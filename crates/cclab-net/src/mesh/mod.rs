@@ -301,11 +301,7 @@ impl<P: NetPacket> MeshChain<P> {
 
     /// A transmission from `src` starts at `t`: who it interferes with, who senses it.
     fn begin_emission(&mut self, t: u64, src: usize, end_ns: u64, data: Option<DataRx>) {
-        let mut new = Emission {
-            src,
-            end_ns,
-            data,
-        };
+        let mut new = Emission { src, end_ns, data };
         for i in 0..self.on_air.len() {
             let old = self.on_air[i];
             if old.src == src {
@@ -520,8 +516,7 @@ impl<P: NetPacket> Medium<P> for MeshChain<P> {
         let p = &self.params;
         let n = &self.nodes[from];
         let full = p.queue_pkts.is_some_and(|l| n.pkts >= l)
-            || p
-                .queue_bytes
+            || p.queue_bytes
                 .is_some_and(|l| n.bytes.saturating_add(u64::from(bytes)) > l);
         if full {
             let st = &mut self.stats[from];

@@ -166,12 +166,12 @@ mod tests {
     #[test]
     fn the_per_curve_meets_its_anchors() {
         // 10 % at the anchor for 4096 B, less for shorter frames, falling with SNR.
-        for m in 0..8 {
-            let at = frame_error_rate(SNR10_DB[m], m, 4096);
+        for (m, &snr10) in SNR10_DB.iter().enumerate() {
+            let at = frame_error_rate(snr10, m, 4096);
             assert!((at - 0.1).abs() < 1e-12, "mcs {m}: {at}");
-            assert!(frame_error_rate(SNR10_DB[m], m, 1550) < 0.05);
-            assert!(frame_error_rate(SNR10_DB[m] - 6.0, m, 1550) > 0.9);
-            assert!(frame_error_rate(SNR10_DB[m] + 10.0, m, 1550) < 1e-5);
+            assert!(frame_error_rate(snr10, m, 1550) < 0.05);
+            assert!(frame_error_rate(snr10 - 6.0, m, 1550) > 0.9);
+            assert!(frame_error_rate(snr10 + 10.0, m, 1550) < 1e-5);
         }
         // MCS 11 (16-QAM 1/2, two streams): 17 dB.
         assert!(frame_error_rate(30.0, 3, 1550) < 1e-8);

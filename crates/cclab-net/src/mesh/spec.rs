@@ -178,7 +178,11 @@ fn finite(path: &str, name: &str, v: f64) -> Result<(), NetError> {
     if v.is_finite() {
         Ok(())
     } else {
-        Err(field(path, name, format!("{v} is not accepted: a finite number")))
+        Err(field(
+            path,
+            name,
+            format!("{v} is not accepted: a finite number"),
+        ))
     }
 }
 
@@ -209,29 +213,76 @@ impl MeshSpec {
             ));
         }
         if self.mcs > MAX_MCS {
-            return Err(field(path, "mcs", format!("{} is not accepted: 0 to 15 (8-15: two spatial streams)", self.mcs)));
+            return Err(field(
+                path,
+                "mcs",
+                format!(
+                    "{} is not accepted: 0 to 15 (8-15: two spatial streams)",
+                    self.mcs
+                ),
+            ));
         }
         if !matches!(self.channel_width_mhz, 20 | 40) {
-            return Err(field(path, "channel_width_mhz", format!("{} is not accepted: 20 or 40", self.channel_width_mhz)));
+            return Err(field(
+                path,
+                "channel_width_mhz",
+                format!("{} is not accepted: 20 or 40", self.channel_width_mhz),
+            ));
         }
         if !matches!(self.guard_interval_ns, 400 | 800) {
-            return Err(field(path, "guard_interval_ns", format!("{} is not accepted: 800 (long) or 400 (short)", self.guard_interval_ns)));
+            return Err(field(
+                path,
+                "guard_interval_ns",
+                format!(
+                    "{} is not accepted: 800 (long) or 400 (short)",
+                    self.guard_interval_ns
+                ),
+            ));
         }
         if !(1..=BLOCK_ACK_WINDOW).contains(&self.ampdu_max_frames) {
-            return Err(field(path, "ampdu_max_frames", format!("{} is not accepted: 1 to {BLOCK_ACK_WINDOW} (the BlockAck window)", self.ampdu_max_frames)));
+            return Err(field(
+                path,
+                "ampdu_max_frames",
+                format!(
+                    "{} is not accepted: 1 to {BLOCK_ACK_WINDOW} (the BlockAck window)",
+                    self.ampdu_max_frames
+                ),
+            ));
         }
         if !(1..=HT_MAX_AMPDU_BYTES).contains(&self.ampdu_max_bytes) {
-            return Err(field(path, "ampdu_max_bytes", format!("{} is not accepted: 1 to {HT_MAX_AMPDU_BYTES}", self.ampdu_max_bytes)));
+            return Err(field(
+                path,
+                "ampdu_max_bytes",
+                format!(
+                    "{} is not accepted: 1 to {HT_MAX_AMPDU_BYTES}",
+                    self.ampdu_max_bytes
+                ),
+            ));
         }
         if !(self.spacing_m.is_finite() && self.spacing_m > 0.0) {
-            return Err(field(path, "spacing_m", format!("{} is not accepted: a distance > 0 m", self.spacing_m)));
+            return Err(field(
+                path,
+                "spacing_m",
+                format!("{} is not accepted: a distance > 0 m", self.spacing_m),
+            ));
         }
         if !self.positions_m.is_empty() {
             if self.positions_m.len() != ports {
-                return Err(field(path, "positions_m", format!("{} positions for {ports} nodes are not accepted: none, or one per node", self.positions_m.len())));
+                return Err(field(
+                    path,
+                    "positions_m",
+                    format!(
+                        "{} positions for {ports} nodes are not accepted: none, or one per node",
+                        self.positions_m.len()
+                    ),
+                ));
             }
             if let Some(x) = self.positions_m.iter().find(|x| !x.is_finite()) {
-                return Err(field(path, "positions_m", format!("{x} is not accepted: finite positions, m")));
+                return Err(field(
+                    path,
+                    "positions_m",
+                    format!("{x} is not accepted: finite positions, m"),
+                ));
             }
             for i in 0..ports {
                 for j in i + 1..ports {
@@ -243,7 +294,11 @@ impl MeshSpec {
         }
         if let Some(n) = self.path_loss_exponent {
             if !(n.is_finite() && n > 0.0) {
-                return Err(field(path, "path_loss_exponent", format!("{n} is not accepted: a number > 0 (2 free space, 2.7-5 built-up)")));
+                return Err(field(
+                    path,
+                    "path_loss_exponent",
+                    format!("{n} is not accepted: a number > 0 (2 free space, 2.7-5 built-up)"),
+                ));
             }
         }
         finite(path, "reference_loss_db", self.reference_loss_db)?;
@@ -256,25 +311,55 @@ impl MeshSpec {
         if let Some(x) = self.background_rx_dbm {
             finite(path, "background_rx_dbm", x)?;
         }
-        for (name, v) in [("frame_error_rate", self.frame_error_rate), ("background_busy_fraction", self.background_busy_fraction)] {
+        for (name, v) in [
+            ("frame_error_rate", self.frame_error_rate),
+            ("background_busy_fraction", self.background_busy_fraction),
+        ] {
             if let Some(v) = v.filter(|v| !(0.0..1.0).contains(v)) {
-                return Err(field(path, name, format!("{v} is not accepted: a probability in [0, 1)")));
+                return Err(field(
+                    path,
+                    name,
+                    format!("{v} is not accepted: a probability in [0, 1)"),
+                ));
             }
         }
-        if let Some(b) = self.background_burst_us.filter(|b| !(b.is_finite() && *b > 0.0)) {
-            return Err(field(path, "background_burst_us", format!("{b} is not accepted: a duration > 0 µs")));
+        if let Some(b) = self
+            .background_burst_us
+            .filter(|b| !(b.is_finite() && *b > 0.0))
+        {
+            return Err(field(
+                path,
+                "background_burst_us",
+                format!("{b} is not accepted: a duration > 0 µs"),
+            ));
         }
         if self.retry_limit == 0 {
-            return Err(field(path, "retry_limit", "0 is not accepted: at least 1 attempt"));
+            return Err(field(
+                path,
+                "retry_limit",
+                "0 is not accepted: at least 1 attempt",
+            ));
         }
         if self.queue_pkts == Some(0) {
-            return Err(field(path, "queue_pkts", "0 is not accepted: at least 1 packet (or no limit)"));
+            return Err(field(
+                path,
+                "queue_pkts",
+                "0 is not accepted: at least 1 packet (or no limit)",
+            ));
         }
         if self.queue_bytes == Some(0) {
-            return Err(field(path, "queue_bytes", "0 is not accepted: at least 1 byte (or no limit)"));
+            return Err(field(
+                path,
+                "queue_bytes",
+                "0 is not accepted: at least 1 byte (or no limit)",
+            ));
         }
         if !(self.delay_ms.is_finite() && self.delay_ms >= 0.0) {
-            return Err(field(path, "delay_ms", format!("{} is not accepted: a delay >= 0 ms", self.delay_ms)));
+            return Err(field(
+                path,
+                "delay_ms",
+                format!("{} is not accepted: a delay >= 0 ms", self.delay_ms),
+            ));
         }
         Ok(())
     }
@@ -300,7 +385,10 @@ impl MeshSpec {
             .background_busy_fraction
             .unwrap_or(env.background_busy_fraction)
             .clamp(0.0, 0.99);
-        let burst_us = self.background_burst_us.unwrap_or(env.background_burst_us).max(1.0);
+        let burst_us = self
+            .background_burst_us
+            .unwrap_or(env.background_burst_us)
+            .max(1.0);
         let bg_dbm = self.background_rx_dbm.unwrap_or(env.background_rx_dbm);
         let slot_ns = SLOT_US * 1000;
         let sifs_ns = SIFS_US * 1000;
@@ -331,7 +419,11 @@ impl MeshSpec {
                 .unwrap_or(env.frame_error_rate)
                 .clamp(0.0, 1.0),
             background: (busy > 0.0).then(|| {
-                (busy, (burst_us * 1000.0).round() as u64, radio::dbm_to_mw(bg_dbm))
+                (
+                    busy,
+                    (burst_us * 1000.0).round() as u64,
+                    radio::dbm_to_mw(bg_dbm),
+                )
             }),
         }
     }

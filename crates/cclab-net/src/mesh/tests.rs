@@ -22,8 +22,11 @@ fn chain(spec: MeshSpec, ports: usize, seed: u64) -> MeshChain<P> {
     MeshChain::new(spec, ports, rng::stream(seed, "mesh"))
 }
 
-/// Deliveries as (time, id) and drops as (time, id), waking only at `next_event_ns`.
-fn drain(c: &mut MeshChain<P>) -> (Vec<(u64, u32)>, Vec<(u64, u32)>) {
+/// (time, id) of each delivery or drop.
+type Times = Vec<(u64, u32)>;
+
+/// Deliveries and drops, waking only at `next_event_ns`.
+fn drain(c: &mut MeshChain<P>) -> (Times, Times) {
     let (mut out, mut drops) = (vec![], vec![]);
     while let Some(t) = c.next_event_ns() {
         while let Some(p) = c.pop_delivered(t) {
@@ -138,7 +141,10 @@ fn a_hidden_sender_collides_with_a_frame_already_on_the_air() {
     // (node 0's retry, after its timeout at 1039 µs, can hit the tail of node 2's frame too.)
     assert!(c.station_stats(0).hidden_collisions >= 1);
     assert!(c.station_stats(2).hidden_collisions >= 1);
-    assert_eq!(c.station_stats(0).collisions, c.station_stats(0).hidden_collisions);
+    assert_eq!(
+        c.station_stats(0).collisions,
+        c.station_stats(0).hidden_collisions
+    );
     // With node 2 in sense of node 0, node 2 defers and both get through.
     let mut c = three(10.0, 1);
     c.enqueue(0, 0, 1, P(1, 1500)).unwrap();
@@ -146,7 +152,10 @@ fn a_hidden_sender_collides_with_a_frame_already_on_the_air() {
     let (out, drops) = drain(&mut c);
     assert_eq!(out.len(), 2);
     assert!(drops.is_empty());
-    assert_eq!(c.station_stats(0).collisions + c.station_stats(2).collisions, 0);
+    assert_eq!(
+        c.station_stats(0).collisions + c.station_stats(2).collisions,
+        0
+    );
 }
 
 #[test]
