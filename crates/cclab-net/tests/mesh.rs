@@ -266,3 +266,89 @@ fn the_same_seed_gives_the_same_run() {
     assert_eq!(*a.1.station_stats(2), *b.1.station_stats(2));
     assert_ne!(*a.1.station_stats(2), *c.1.station_stats(2));
 }
+
+/// `n` saturated senders (nodes 1..=n) to a silent node 0 for `seconds`, driven through the
+/// `Medium` trait: delivery times, and collisions per attempt.
+fn saturate_into_zero(m: &mut dyn Medium<P>, n: usize, seconds: u64) -> Vec<u64> {
+    let end_ns = seconds * NS_PER_S;
+    let (mut id, mut t, mut times) = (0, 0, vec![]);
+    loop {
+        for s in 1..=n {
+            while m.queue_pkts(t, s) < 2 {
+                id += 1;
+                m.enqueue(
+                    t,
+                    s,
+                    0,
+                    P {
+                        id,
+                        bytes: PAYLOAD_BYTES,
+                        at: 0,
+                    },
+                )
+                .unwrap();
+            }
+        }
+        while m.pop_delivered(t).is_some() {
+            times.push(t);
+        }
+        match m.next_event_ns() {
+            Some(x) if x <= end_ns => t = x,
+            _ => break,
+        }
+    }
+    times
+}
+
+#[test]
+fn in_one_collision_domain_the_chain_is_the_dcf_cell() {
+    // The same PHY on both: HT MCS 7, 20 MHz, long GI, 5 GHz (SIFS 16 µs, no signal
+    // extension), 38 B of MAC overhead, Ack at 24 Mbit/s, AckTimeout 45 µs; retry limit 1000
+    // (Bianchi's setting). Nodes 1 m apart: everyone senses everyone.
+    let dcf = DcfSpec {
+        standard: dcf::Standard::Dot11n,
+        ht_mcs: Some(7),
+        sifs_us: Some(16.0),
+        signal_extension_us: Some(0.0),
+        retry_limit: 1000,
+        ..DcfSpec::default()
+    };
+    let mesh = MeshSpec {
+        mcs: 7,
+        channel_width_mhz: 20,
+        mac_overhead_bytes: 38,
+        retry_limit: 1000,
+        ..MeshSpec::default()
+    };
+    for n in [1, 2, 5, 10] {
+        let mut cell: DcfCell<P> = DcfCell::new(dcf.clone(), n + 1, rng::stream(1, "m"));
+        let mut chain: MeshChain<P> = MeshChain::new(mesh.clone(), n + 1, rng::stream(1, "m"));
+        let a = saturate_into_zero(&mut cell, n, 20);
+        let b = saturate_into_zero(&mut chain, n, 20);
+        let p_cell = (1..=n)
+            .map(|s| cell.station_stats(s).collisions)
+            .sum::<u64>() as f64
+            / (1..=n).map(|s| cell.station_stats(s).attempts).sum::<u64>() as f64;
+        let p_mesh = (1..=n)
+            .map(|s| chain.station_stats(s).collisions)
+            .sum::<u64>() as f64
+            / (1..=n)
+                .map(|s| chain.station_stats(s).attempts)
+                .sum::<u64>() as f64;
+        let err = b.len() as f64 / a.len() as f64 - 1.0;
+        println!(
+            "{n} senders: DCF cell {} frames (p {p_cell:.4}), mesh {} ({:+.2} %, p {p_mesh:.4})",
+            a.len(),
+            b.len(),
+            100.0 * err
+        );
+        if n == 1 {
+            // One sender: the same backoff draws from the same stream, the same times.
+            assert_eq!(a, b);
+        }
+        // After a collision the cell's bystanders also wait out the AckTimeout; the chain's
+        // resume DIFS after the last frame they sensed, so they count slots 45 µs earlier.
+        assert!(err.abs() < 0.02, "{n}: {err}");
+        assert!((p_mesh - p_cell).abs() < 0.02, "{n}: {p_mesh} vs {p_cell}");
+    }
+}

@@ -26,6 +26,11 @@
 //!   transmission from the receiver: nodes that sense it defer, and it interferes with others'
 //!   receptions, but it is never lost itself. With nothing decoded there is no response: the
 //!   sender waits AckTimeout (SIFS + slot + aRxPHYStartDelay) and doubles CW.
+//! - **After a collision** a node that sensed two transmissions at once (and so decoded
+//!   neither) counts its idle period from AckTimeout after the channel went idle, then DIFS, as
+//!   the colliding senders do after their AckTimeout: the DCF cell's rule (docs/dcf.md, "EIFS";
+//!   the standard's EIFS, 10.3.2.3.7, is SIFS + Ack + DIFS = 78 µs here against our
+//!   45 + 34 = 79 µs), which keeps bystanders and senders on one slot grid.
 //! - **Background** (the `campus` environment): other transmitters on the channel, on for
 //!   `background_burst_us` at exponentially spaced times (busy `background_busy_fraction` of
 //!   the time), received at `background_rx_dbm` everywhere: sensed (deferred to) and
@@ -39,8 +44,8 @@
 //! receptions decided, in the order they started), exchanges that end (node order), then
 //! every node whose backoff ends then transmits (they see nothing of what starts at the same
 //! instant), with responses and the background starting then too. Backoff and error draws
-//! come from the stream given to [`MeshChain::new`], the background from a stream seeded from
-//! its first output.
+//! come from the stream given to [`MeshChain::new`], the background (if any) from a stream
+//! seeded from its first output.
 
 pub mod ht;
 mod node;
@@ -92,7 +97,13 @@ impl<P: NetPacket> MeshChain<P> {
     /// [`MeshSpec::validate`]; if not, nothing panics), drawing from `rng`.
     pub fn new(spec: MeshSpec, ports: usize, mut rng: ChaCha8Rng) -> Self {
         let params = spec.params(ports);
-        let mut background_rng = ChaCha8Rng::seed_from_u64(rng.next_u64());
+        // The background's own stream, seeded from the first output only when there is a
+        // background (so without one the MAC's draws are the DCF cell's from the same stream).
+        let mut background_rng = ChaCha8Rng::seed_from_u64(if params.background.is_some() {
+            rng.next_u64()
+        } else {
+            0
+        });
         let nodes = (0..ports)
             .map(|_| Node {
                 queue: VecDeque::new(),
@@ -103,6 +114,7 @@ impl<P: NetPacket> MeshChain<P> {
                 sensed: 0,
                 exchange: None,
                 idle_from_ns: 0,
+                garbled: false,
                 mac: MeshStationStats::default(),
             })
             .collect();
@@ -319,8 +331,12 @@ impl<P: NetPacket> MeshChain<P> {
         self.on_air.push(new);
         for k in 0..self.nodes.len() {
             if self.senses_src(k, src) {
-                let was_busy = self.nodes[k].busy();
-                self.nodes[k].sensed += 1;
+                let n = &mut self.nodes[k];
+                let was_busy = n.busy();
+                n.sensed += 1;
+                if n.sensed >= 2 && n.exchange.is_none() {
+                    n.garbled = true;
+                }
                 if !was_busy {
                     self.freeze(t, k);
                 }
@@ -370,7 +386,12 @@ impl<P: NetPacket> MeshChain<P> {
                 let n = &mut self.nodes[k];
                 n.sensed = n.sensed.saturating_sub(1);
                 if !n.busy() {
-                    n.idle_from_ns = t;
+                    n.idle_from_ns = if n.garbled {
+                        t.saturating_add(self.params.ack_timeout_ns)
+                    } else {
+                        t
+                    };
+                    n.garbled = false;
                 }
             }
         }
@@ -484,6 +505,7 @@ impl<P: NetPacket> MeshChain<P> {
             keep
         });
         n.backoff = Some(draw_backoff(&mut self.rng, n.cw));
+        n.garbled = false;
         if n.sensed == 0 {
             n.idle_from_ns = t;
         }

@@ -79,8 +79,11 @@ pub(super) struct Node<P> {
     pub(super) sensed: u32,
     /// Its exchange as a sender (busy for it until it ends).
     pub(super) exchange: Option<Exchange>,
-    /// When its channel last became idle.
+    /// When its channel last became idle (after a garbled reception: AckTimeout later).
     pub(super) idle_from_ns: u64,
+    /// It sensed two transmissions at once since its channel was last idle (a collision it
+    /// could not decode), so it defers AckTimeout + DIFS, not DIFS, once idle (see `mod.rs`).
+    pub(super) garbled: bool,
     pub(super) mac: MeshStationStats,
 }
 
