@@ -814,6 +814,25 @@ mod tests {
     }
 
     #[test]
+    fn a_mesh_chain_parses_as_the_simulator_reads_it() {
+        let text = MEDIA
+            .replace(r#""kind": "shared""#, r#""kind": "mesh""#)
+            .replace(
+                r#""spec": {"rate_bps": 12000000, "delay_ms": 0.5, "queue_pkts": 50,
+                           "overhead_us": 100}"#,
+                r#""spec": {"spacing_m": 2.0, "mcs": 11, "ampdu": true, "queue_pkts": 50}"#,
+            );
+        let s = Spec::parse(&text).unwrap();
+        let MediumModel::Mesh(m) = &s.media[0].model else {
+            panic!("a mesh chain")
+        };
+        assert_eq!((m.spacing_m, m.ampdu, m.queue_pkts), (2.0, true, Some(50)));
+        let bad = text.replace(r#""mcs": 11"#, r#""mcs": 16"#);
+        let e = Spec::parse(&bad).unwrap_err();
+        assert_eq!(e.field, "media[0].spec.mcs", "{e:?}");
+    }
+
+    #[test]
     fn bad_media_and_crossings_name_the_field() {
         let cases: &[(&str, &str, &str)] = &[
             (
