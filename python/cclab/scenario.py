@@ -401,6 +401,8 @@ class MeshMedium(_Model):
     mcs: int = Field(default=11, ge=0, le=15)
     channel_width_mhz: Literal[20, 40] = 40
     guard_interval_ns: Literal[800, 400] = 800
+    #: 2.4 (the S4 paper's channel 6: SIFS 10 us, 6 us signal extension) or 5 (SIFS 16 us), GHz.
+    band_ghz: Literal[2.4, 5.0] = 2.4
     #: A-MPDU aggregation with BlockAck (off: one MPDU and an Ack per channel access).
     ampdu: bool = False
     ampdu_max_frames: int = Field(default=64, ge=1, le=64)
@@ -413,7 +415,8 @@ class MeshMedium(_Model):
     #: Radio values; None: the environment's (anechoic: exponent 2, no extra noise, no
     #: background, no error floor; campus: exponent 3, +6 dB noise, 20 % busy, 5 % floor).
     path_loss_exponent: float | None = Field(default=None, gt=0)
-    reference_loss_db: float = 46.6777
+    #: Path loss at 1 m, dB (None: free space at 1 m, 40.18 on 2.4 GHz, 46.6777 on 5 GHz).
+    reference_loss_db: float | None = None
     tx_power_dbm: float = 16.0206
     noise_figure_db: float = 7.0
     extra_noise_db: float | None = None

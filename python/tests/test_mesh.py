@@ -43,11 +43,11 @@ def test_the_mesh_kind_loads_with_its_defaults_and_lowers_to_the_core_spec():
     sc = load_scenario(chain(2, spacing_m=0.5, ampdu=True, environment="campus"))
     m = sc.media[0]
     assert isinstance(m, MeshMedium)
-    assert (m.mcs, m.channel_width_mhz, m.guard_interval_ns) == (11, 40, 800)
+    assert (m.mcs, m.channel_width_mhz, m.guard_interval_ns, m.band_ghz) == (11, 40, 800, 2.4)
     spec = m.core_spec()
     assert spec["spacing_m"] == 0.5 and spec["ampdu"] is True and spec["environment"] == "campus"
     # Environment values left out stay out, so the core fills them from the preset.
-    assert "path_loss_exponent" not in spec and "positions_m" not in spec
+    assert not {"path_loss_exponent", "positions_m", "reference_loss_db"} & set(spec), spec
     core = sc.to_core_dict()["media"][0]
     assert (core["kind"], core["nodes"][0]) == ("mesh", "n0")
 
@@ -56,6 +56,7 @@ def test_mesh_errors_are_named():
     assert "media[0].mcs" in problems(chain(1, mcs=16))
     assert "media[0].channel_width_mhz" in problems(chain(1, channel_width_mhz=80))
     assert "media[0].environment" in problems(chain(1, environment="forest"))
+    assert "media[0].band_ghz" in problems(chain(1, band_ghz=6))
     assert "media[0].spacing_m" in problems(chain(1, spacing_m=0))
     assert "positions_m" in str(problems(chain(1, positions_m=[0.0, 1.0])))
     assert "positions_m" in str(problems(chain(1, positions_m=[0.0, 1.0, 1.0, 2.0, 3.0])))

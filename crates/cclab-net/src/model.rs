@@ -244,8 +244,8 @@ mod tests {
         // 802.11g: DIFS 28 us + a 1536-byte PSDU at 54 Mbit/s (20 us + 57 symbols of 4 us +
         // 6 us signal extension = 254 us).
         assert_eq!(dcf.idle_crossing_ns(1500), 28_000 + 254_000);
-        // Mesh, 5 GHz: DIFS 34 us + MCS 11 HT40, 1550 B PSDU 156 us.
-        assert_eq!(mesh.idle_crossing_ns(1500), 34_000 + 156_000);
+        // Mesh, 2.4 GHz: DIFS 28 us + MCS 11 HT40, 1550 B PSDU 156 us + 6 us extension.
+        assert_eq!(mesh.idle_crossing_ns(1500), 28_000 + 162_000);
         assert_eq!(
             serde_json::to_value(&mesh).unwrap()["kind"],
             serde_json::json!("mesh")

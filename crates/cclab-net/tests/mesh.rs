@@ -76,9 +76,9 @@ fn one_hop_closed_form_bps(spec: &MeshSpec, per_access: u32) -> f64 {
     let mpdu = p.mpdu_bytes(PAYLOAD_BYTES);
     let (data_ns, resp_ns) = if p.ampdu.is_some() {
         let psdu = per_access * mesh::ht::ampdu_subframe_bytes(mpdu);
-        (p.ht.airtime_ns(psdu), p.block_ack_ns)
+        (p.ppdu_ns(psdu), p.block_ack_ns)
     } else {
-        (p.ht.airtime_ns(mpdu), p.ack_ns)
+        (p.ppdu_ns(mpdu), p.ack_ns)
     };
     let cycle_ns = p.difs_ns as f64
         + f64::from(p.cw_min) / 2.0 * p.slot_ns as f64
@@ -90,9 +90,10 @@ fn one_hop_closed_form_bps(spec: &MeshSpec, per_access: u32) -> f64 {
 
 #[test]
 fn one_hop_saturated_throughput_is_the_airtime_closed_form() {
-    // HT40 MCS 11, long GI, 1500 B: DIFS 34 + 7.5 x 9 + DATA 156 + SIFS 16 + Ack 28 =
-    // 301.5 µs per frame: 39.80 Mbit/s. With A-MPDUs of 42 frames (65535 B / 1556 B):
-    // DATA 40 + 4 x ceil(523,174 / 432) = 4888 µs, BlockAck 32 µs.
+    // 2.4 GHz, HT40 MCS 11, long GI, 1500 B: DIFS 28 + 7.5 x 9 + DATA 156 + 6 (extension) +
+    // SIFS 10 + Ack 34 = 301.5 µs per frame: 39.80 Mbit/s. With A-MPDUs of 42 frames (65535 B
+    // / 1556 B): DATA 40 + 4 x ceil(523,174 / 432) + 6 = 4894 µs, BlockAck 38 µs. On 5 GHz
+    // (SIFS 16, no extension, DIFS 34, Ack 28) the cycle is the same 301.5 µs.
     for (name, spec, per_access) in [
         ("no aggregation", MeshSpec::default(), 1),
         (
@@ -121,6 +122,15 @@ fn one_hop_saturated_throughput_is_the_airtime_closed_form() {
             },
             1,
         ),
+        (
+            "5 GHz, A-MPDU 64 KB",
+            MeshSpec {
+                band_ghz: 5.0,
+                ampdu: true,
+                ..MeshSpec::default()
+            },
+            42,
+        ),
     ] {
         let (sim, c) = chain_run(spec.clone(), 2, 1, 20, 1);
         let cf = one_hop_closed_form_bps(&spec, per_access);
@@ -140,7 +150,7 @@ fn one_hop_saturated_throughput_is_the_airtime_closed_form() {
 
 #[test]
 fn a_chain_in_one_collision_domain_carries_one_over_hops() {
-    // Five nodes 1 m apart in the anechoic room: every node senses every other (-62 dBm at 4 m),
+    // Five nodes 1 m apart in the anechoic room: every node senses every other (-36 dBm at 4 m),
     // SNR above 50 dB. Node 0's traffic crosses 1, 2, 3 hops.
     let spec = MeshSpec::default();
     let (one, c) = chain_run(spec.clone(), 5, 1, 20, 1);
@@ -173,10 +183,11 @@ fn a_chain_in_one_collision_domain_carries_one_over_hops() {
 }
 
 /// Nodes 0 and 2 both saturate node 1 (two 1-hop flows into the middle), `spacing_m` apart
-/// at MCS 0 with exponent 3 (40 m: the ends do not sense each other; 10 m: they do).
+/// on 5 GHz at MCS 0 with exponent 3 (40 m: the ends do not sense each other; 10 m: they do).
 fn into_the_middle(spacing_m: f64) -> (f64, MeshChain<P>) {
     let spec = MeshSpec {
         mcs: 0,
+        band_ghz: 5.0,
         spacing_m,
         path_loss_exponent: Some(3.0),
         ..MeshSpec::default()
@@ -316,6 +327,7 @@ fn in_one_collision_domain_the_chain_is_the_dcf_cell() {
     let mesh = MeshSpec {
         mcs: 7,
         channel_width_mhz: 20,
+        band_ghz: 5.0,
         mac_overhead_bytes: 38,
         retry_limit: 1000,
         ..MeshSpec::default()

@@ -1,6 +1,8 @@
 //! 802.11n HT PHY timing for the mesh: HT MCS 0-15 (one or two spatial streams), 20 or 40 MHz,
-//! 800 or 400 ns guard interval, HT-mixed format, 5 GHz band (no signal extension); A-MPDU
-//! framing and the non-HT control responses (Ack, BlockAck) at 24 Mbit/s.
+//! 800 or 400 ns guard interval, HT-mixed format; A-MPDU framing and the non-HT control
+//! responses (Ack, BlockAck) at 24 Mbit/s. On 2.4 GHz every PPDU is followed by the 6 µs signal
+//! extension (19.4.3, `SignalExtension`; ns-3 `HtPhy` on 2.4 GHz), which the caller adds
+//! ([`HtMode::airtime_ns`] is the PPDU without it).
 //!
 //! Airtime of an HT-mixed PPDU (IEEE 802.11-2016 19.4.3, Eq. 19-89, one BCC encoder, no STBC):
 //!
@@ -118,24 +120,25 @@ impl HtMode {
     }
 }
 
-/// The non-HT mode of control responses: OFDM 24 Mbit/s, 20 µs preamble and SIGNAL, 5 GHz.
-pub fn control_mode() -> Mode {
+/// The non-HT mode of control responses: OFDM 24 Mbit/s (ERP-OFDM on 2.4 GHz), 20 µs preamble
+/// and SIGNAL, then `signal_extension_ns`.
+pub fn control_mode(signal_extension_ns: u64) -> Mode {
     Mode {
         format: Format::Ofdm,
         preamble_ns: 20_000,
         rate_bps: 24_000_000,
-        signal_extension_ns: 0,
+        signal_extension_ns,
     }
 }
 
-/// Airtime of an Ack, ns (28 µs).
-pub fn ack_ns() -> u64 {
-    control_mode().airtime_ns(ACK_BYTES)
+/// Airtime of an Ack, ns (28 µs; 34 µs with the 2.4 GHz extension).
+pub fn ack_ns(signal_extension_ns: u64) -> u64 {
+    control_mode(signal_extension_ns).airtime_ns(ACK_BYTES)
 }
 
-/// Airtime of a compressed BlockAck, ns (32 µs).
-pub fn block_ack_ns() -> u64 {
-    control_mode().airtime_ns(BLOCK_ACK_BYTES)
+/// Airtime of a compressed BlockAck, ns (32 µs; 38 µs with the extension).
+pub fn block_ack_ns(signal_extension_ns: u64) -> u64 {
+    control_mode(signal_extension_ns).airtime_ns(BLOCK_ACK_BYTES)
 }
 
 /// Bytes an MPDU of `mpdu_bytes` takes in an A-MPDU: delimiter, MPDU, padding to a 4-byte
@@ -185,7 +188,8 @@ mod tests {
         // One stream: 36 µs preamble. MCS 0 HT40, 100 B: 822 bits / 54 -> 16 symbols: 100 µs.
         assert_eq!(ht(0, 40, 800).airtime_ns(100), 100_000);
         // Control responses at 24 Mbit/s: Ack 134 bits -> 2 symbols, BlockAck 278 -> 3.
-        assert_eq!((ack_ns(), block_ack_ns()), (28_000, 32_000));
+        assert_eq!((ack_ns(0), block_ack_ns(0)), (28_000, 32_000));
+        assert_eq!((ack_ns(6_000), block_ack_ns(6_000)), (34_000, 38_000));
     }
 
     #[test]

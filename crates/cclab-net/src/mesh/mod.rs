@@ -291,7 +291,7 @@ impl<P: NetPacket> MeshChain<P> {
                 }
             }
         }
-        let end = t.saturating_add(p.ht.airtime_ns(psdu_bytes));
+        let end = t.saturating_add(p.ppdu_ns(psdu_bytes));
         n.mac.attempts += 1;
         n.mac.mpdus += mpdus.len() as u64;
         n.exchange = Some(Exchange {

@@ -9,10 +9,17 @@ use crate::error::NetError;
 use crate::spec::ms_to_ns;
 use serde::{Deserialize, Serialize};
 
-/// aSlotTime of the 5 GHz OFDM PHY, µs (802.11-2016 Table 17-21).
+/// aSlotTime, µs: 9 on both bands (5 GHz OFDM, Table 17-21; 2.4 GHz ERP short slot, Table
+/// 18-5, which a BSS of HT stations uses, as ns-3 with `ShortSlotTimeSupported`).
 pub const SLOT_US: u64 = 9;
-/// aSIFSTime of the 5 GHz OFDM PHY, µs (Table 17-21).
-pub const SIFS_US: u64 = 16;
+/// aSIFSTime on 5 GHz, µs (Table 17-21).
+pub const SIFS_5GHZ_US: u64 = 16;
+/// aSIFSTime on 2.4 GHz, µs (Table 18-5).
+pub const SIFS_2_4GHZ_US: u64 = 10;
+/// The signal extension after every 2.4 GHz OFDM/HT PPDU, µs (Clause 18, 19.4.3).
+pub const SIGNAL_EXTENSION_2_4GHZ_US: u64 = 6;
+/// Free-space loss at 1 m on channel 6 (2437 MHz), dB: `20 log10(4 pi / lambda)`.
+pub const REFERENCE_LOSS_2_4GHZ_DB: f64 = 40.18;
 /// aCWmin, aCWmax of the OFDM PHY (ns-3 `WifiMac::ConfigurePhyDependentParameters`).
 pub const CW_MIN: u32 = 15;
 /// aCWmax.
@@ -21,8 +28,9 @@ pub const CW_MAX: u32 = 1023;
 pub const RX_PHY_START_DELAY_US: u64 = 20;
 /// ns-3's default transmit power (`WifiPhy::TxPowerStart`), dBm.
 pub const DEFAULT_TX_POWER_DBM: f64 = 16.0206;
-/// ns-3's `LogDistancePropagationLossModel` reference loss at 1 m (5.15 GHz free space), dB.
-pub const DEFAULT_REFERENCE_LOSS_DB: f64 = 46.6777;
+/// ns-3's `LogDistancePropagationLossModel` reference loss at 1 m (5.15 GHz free space), dB:
+/// the 5 GHz default.
+pub const REFERENCE_LOSS_5GHZ_DB: f64 = 46.6777;
 /// ns-3's `WifiPhy::RxNoiseFigure`, dB.
 pub const DEFAULT_NOISE_FIGURE_DB: f64 = 7.0;
 /// CCA sensitivity, dBm (802.11-2016 19.3.19.5; ns-3 `CcaSensitivity`).
@@ -31,7 +39,8 @@ pub const DEFAULT_CS_THRESHOLD_DBM: f64 = -82.0;
 pub const BLOCK_ACK_WINDOW: u32 = 64;
 
 /// A chain of mesh nodes on one channel, in the scenario's units. Every field has a default: a
-/// bare spec is a 1 m-spaced chain in the anechoic room at HT40 MCS 11 without aggregation.
+/// bare spec is a 1 m-spaced chain in the anechoic room on 2.4 GHz (the S4 paper's channel 6)
+/// at HT40 MCS 11 without aggregation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MeshSpec {
@@ -41,6 +50,8 @@ pub struct MeshSpec {
     pub channel_width_mhz: u32,
     /// 800 (long, default) or 400 (short).
     pub guard_interval_ns: u32,
+    /// 2.4 (default: SIFS 10 µs, 6 µs signal extension) or 5 (SIFS 16 µs, none), GHz.
+    pub band_ghz: f64,
     /// A-MPDU aggregation with BlockAck (default off, one MPDU and an Ack per access).
     pub ampdu: bool,
     /// At most this many MPDUs in one A-MPDU (1..=64, the BlockAck window).
@@ -57,8 +68,10 @@ pub struct MeshSpec {
     /// Log-distance exponent n (anechoic 2, campus 3).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path_loss_exponent: Option<f64>,
-    /// Path loss at 1 m, dB.
-    pub reference_loss_db: f64,
+    /// Path loss at 1 m, dB (default free space at 1 m: 40.18 on 2.4 GHz channel 6, ns-3's
+    /// 46.6777 on 5 GHz).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference_loss_db: Option<f64>,
     /// Transmit power of every node, dBm.
     pub tx_power_dbm: f64,
     /// Receiver noise figure, dB.
@@ -100,6 +113,7 @@ impl Default for MeshSpec {
             mcs: 11,
             channel_width_mhz: 40,
             guard_interval_ns: 800,
+            band_ghz: 2.4,
             ampdu: false,
             ampdu_max_frames: BLOCK_ACK_WINDOW,
             ampdu_max_bytes: HT_MAX_AMPDU_BYTES,
@@ -107,7 +121,7 @@ impl Default for MeshSpec {
             positions_m: Vec::new(),
             environment: Environment::Anechoic,
             path_loss_exponent: None,
-            reference_loss_db: DEFAULT_REFERENCE_LOSS_DB,
+            reference_loss_db: None,
             tx_power_dbm: DEFAULT_TX_POWER_DBM,
             noise_figure_db: DEFAULT_NOISE_FIGURE_DB,
             extra_noise_db: None,
@@ -140,6 +154,8 @@ pub struct MeshParams {
     pub cw_min: u32,
     /// aCWmax.
     pub cw_max: u32,
+    /// Signal extension after every PPDU, ns (2.4 GHz: 6 µs).
+    pub signal_extension_ns: u64,
     /// Ack, ns.
     pub ack_ns: u64,
     /// BlockAck, ns.
@@ -187,6 +203,15 @@ fn finite(path: &str, name: &str, v: f64) -> Result<(), NetError> {
 }
 
 impl MeshSpec {
+    /// Its path loss at 1 m, dB.
+    pub fn reference_loss(&self) -> f64 {
+        self.reference_loss_db.unwrap_or(if self.band_ghz == 5.0 {
+            REFERENCE_LOSS_5GHZ_DB
+        } else {
+            REFERENCE_LOSS_2_4GHZ_DB
+        })
+    }
+
     /// The HT mode of its data frames.
     pub fn ht(&self) -> HtMode {
         HtMode {
@@ -227,6 +252,13 @@ impl MeshSpec {
                 path,
                 "channel_width_mhz",
                 format!("{} is not accepted: 20 or 40", self.channel_width_mhz),
+            ));
+        }
+        if self.band_ghz != 2.4 && self.band_ghz != 5.0 {
+            return Err(field(
+                path,
+                "band_ghz",
+                format!("{} is not accepted: 2.4 or 5", self.band_ghz),
             ));
         }
         if !matches!(self.guard_interval_ns, 400 | 800) {
@@ -301,7 +333,9 @@ impl MeshSpec {
                 ));
             }
         }
-        finite(path, "reference_loss_db", self.reference_loss_db)?;
+        if let Some(x) = self.reference_loss_db {
+            finite(path, "reference_loss_db", x)?;
+        }
         finite(path, "tx_power_dbm", self.tx_power_dbm)?;
         finite(path, "noise_figure_db", self.noise_figure_db)?;
         finite(path, "cs_threshold_dbm", self.cs_threshold_dbm)?;
@@ -375,7 +409,7 @@ impl MeshSpec {
                 (0..ports)
                     .map(|j| {
                         let d = (self.position_m(i) - self.position_m(j)).abs();
-                        let loss = radio::path_loss_db(d, self.reference_loss_db, exponent);
+                        let loss = radio::path_loss_db(d, self.reference_loss(), exponent);
                         radio::dbm_to_mw(self.tx_power_dbm - loss)
                     })
                     .collect()
@@ -391,7 +425,13 @@ impl MeshSpec {
             .max(1.0);
         let bg_dbm = self.background_rx_dbm.unwrap_or(env.background_rx_dbm);
         let slot_ns = SLOT_US * 1000;
-        let sifs_ns = SIFS_US * 1000;
+        let five = self.band_ghz == 5.0;
+        let sifs_ns = if five { SIFS_5GHZ_US } else { SIFS_2_4GHZ_US } * 1000;
+        let ext_ns = if five {
+            0
+        } else {
+            SIGNAL_EXTENSION_2_4GHZ_US * 1000
+        };
         MeshParams {
             ht: self.ht(),
             slot_ns,
@@ -399,8 +439,9 @@ impl MeshSpec {
             difs_ns: sifs_ns + 2 * slot_ns,
             cw_min: CW_MIN.min(MAX_CW),
             cw_max: CW_MAX,
-            ack_ns: ht::ack_ns(),
-            block_ack_ns: ht::block_ack_ns(),
+            signal_extension_ns: ext_ns,
+            ack_ns: ht::ack_ns(ext_ns),
+            block_ack_ns: ht::block_ack_ns(ext_ns),
             ack_timeout_ns: sifs_ns + slot_ns + RX_PHY_START_DELAY_US * 1000,
             ampdu: self.ampdu.then_some((
                 self.ampdu_max_frames.clamp(1, BLOCK_ACK_WINDOW),
@@ -435,9 +476,16 @@ impl MeshParams {
         wire_bytes.saturating_add(self.mac_overhead_bytes)
     }
 
+    /// Airtime of an HT PPDU carrying a PSDU of `psdu_bytes`, signal extension included, ns.
+    pub fn ppdu_ns(&self, psdu_bytes: u32) -> u64 {
+        self.ht
+            .airtime_ns(psdu_bytes)
+            .saturating_add(self.signal_extension_ns)
+    }
+
     /// Airtime of one data frame (no aggregation) carrying `wire_bytes`, ns.
     pub fn data_ns(&self, wire_bytes: u32) -> u64 {
-        self.ht.airtime_ns(self.mpdu_bytes(wire_bytes))
+        self.ppdu_ns(self.mpdu_bytes(wire_bytes))
     }
 
     /// SNR of node `from`'s frames at node `to`, dB.

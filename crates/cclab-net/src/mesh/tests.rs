@@ -41,10 +41,11 @@ fn drain(c: &mut MeshChain<P>) -> (Times, Times) {
 
 #[test]
 fn a_lone_frame_goes_after_difs() {
-    // 5 GHz: DIFS 34 µs; MCS 11 HT40 1500 B + 50 B: 156 µs; SIFS 16, Ack 28.
+    // 2.4 GHz: DIFS 28 µs; MCS 11 HT40 1500 B + 50 B: 156 µs + 6 µs extension; SIFS 10, Ack
+    // 34.
     let mut c = chain(MeshSpec::default(), 2, 1);
     c.enqueue(0, 0, 1, P(1, 1500)).unwrap();
-    assert_eq!(c.next_event_ns(), Some(34 * US));
+    assert_eq!(c.next_event_ns(), Some(28 * US));
     assert_eq!(c.queue_pkts(100 * US, 0), 1, "held until its exchange ends");
     assert_eq!(drain(&mut c).0, [(190 * US, 1)]);
     let m = *c.station_stats(0);
@@ -66,7 +67,7 @@ fn an_ampdu_carries_the_queue_for_one_receiver_under_its_limits() {
         c.enqueue(0, 0, to, P(id, 1500)).unwrap();
     }
     // First A-MPDU: 1, 3, 4 (3 frames of 1556 B = 4668 B: 37366 bits / 432 -> 87 symbols,
-    // 40 + 348 = 388 µs), after DIFS.
+    // 40 + 348 + 6 = 394 µs), after DIFS (28 µs).
     let (out, _) = drain(&mut c);
     assert_eq!(&out[..3], [(422 * US, 1), (422 * US, 3), (422 * US, 4)]);
     let ids: Vec<u32> = out.iter().map(|o| o.1).collect();
@@ -89,10 +90,11 @@ fn an_ampdu_carries_the_queue_for_one_receiver_under_its_limits() {
 
 /// Three nodes 0, 1, 2: node 0 and node 2 both send to node 1.
 fn three(spacing_m: f64, seed: u64) -> MeshChain<P> {
-    // MCS 0 HT40, exponent 3: 1 hop at 40 m is 94.7 dB of loss, -78.7 dBm (SNR 12.2 dB over
+    // 5 GHz, MCS 0 HT40, exponent 3: 1 hop at 40 m is 94.7 dB of loss, -78.7 dBm (SNR 12.2 dB over
     // -91 dBm: MCS 0's PER is small), 2 hops at 80 m -87.8 dBm, below the -82 dBm threshold.
     let spec = MeshSpec {
         mcs: 0,
+        band_ghz: 5.0,
         spacing_m,
         path_loss_exponent: Some(3.0),
         ..MeshSpec::default()
@@ -130,7 +132,7 @@ fn far_nodes_do_not_sense_each_other_and_collide_at_the_middle() {
 
 #[test]
 fn a_hidden_sender_collides_with_a_frame_already_on_the_air() {
-    // Node 0 starts at 34 µs; node 2, which cannot sense it, gets a frame at 100 µs and
+    // Node 0 starts at 34 µs (5 GHz DIFS); node 2, which cannot sense it, gets a frame at 100 µs and
     // sends at its first boundary: node 1 decodes neither.
     let mut c = three(40.0, 1);
     c.enqueue(0, 0, 1, P(1, 1500)).unwrap();
