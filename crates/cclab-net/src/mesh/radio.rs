@@ -4,7 +4,8 @@
 //! - **Path loss**: log-distance (Rappaport, *Wireless Communications*, 2nd ed., Eq. 4.69;
 //!   ns-3's `LogDistancePropagationLossModel`): `L(d) = L0 + 10 n log10(d / 1 m)` dB for
 //!   `d >= 1 m`, and `L0` below 1 m (as ns-3 returns the reference loss inside the reference
-//!   distance). `L0` defaults to ns-3's 46.6777 dB (free space at 1 m, 5.15 GHz).
+//!   distance). `L0` defaults to free space at 1 m, `20 log10(4 pi / lambda)`: 40.18 dB on
+//!   2.4 GHz channel 6 (2437 MHz), and on 5 GHz ns-3's default 46.6777 dB (5.15 GHz).
 //! - **Received power** `P_rx = P_tx - L(d)` dBm; **noise** `N = -174 dBm/Hz + 10 log10(B) +
 //!   NF + extra` (thermal noise over the channel width, receiver noise figure, an environment's
 //!   extra noise).
