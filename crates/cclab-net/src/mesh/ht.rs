@@ -1,6 +1,7 @@
 //! 802.11n HT PHY timing for the mesh: HT MCS 0-15 (one or two spatial streams), 20 or 40 MHz,
 //! 800 or 400 ns guard interval, HT-mixed format; A-MPDU framing and the non-HT control
-//! responses (Ack, BlockAck) at 24 Mbit/s. On 2.4 GHz every PPDU is followed by the 6 µs signal
+//! responses (Ack, BlockAck) at the highest mandatory OFDM rate (6, 12, 24 Mbit/s) not above
+//! the data rate. On 2.4 GHz every PPDU is followed by the 6 µs signal
 //! extension (19.4.3, `SignalExtension`; ns-3 `HtPhy` on 2.4 GHz), which the caller adds
 //! ([`HtMode::airtime_ns`] is the PPDU without it).
 //!
@@ -19,11 +20,12 @@
 //! nsnam/ns-3-dev-git, `src/wifi/model/ht/ht-phy.cc`; not copied); the tests check it against
 //! figures worked by hand from the equation.
 //!
-//! Control responses go as non-HT (OFDM, Clause 17) PPDUs at 24 Mbit/s, the highest mandatory
-//! rate not above the data rate (in a 40 MHz BSS as non-HT duplicates, same duration): 20 µs
-//! preamble and SIGNAL, then 4 µs symbols of 96 bits.
+//! Control responses go as non-HT (OFDM, Clause 17) PPDUs at the highest mandatory rate of
+//! {6, 12, 24} Mbit/s not above the data rate (802.11-2016 10.7.6.5.2, as ns-3's
+//! `GetControlAnswerMode` applies it; in a 40 MHz BSS as non-HT duplicates, same duration):
+//! 20 µs preamble and SIGNAL, then 4 µs symbols of 24, 48 or 96 bits.
 
-use super::super::dcf::phy::{Format, Mode, ACK_BYTES};
+use super::super::dcf::phy::{control_rate_bps, Format, Mode, ACK_BYTES};
 
 /// A compressed BlockAck frame, bytes (802.11-2016 9.3.1.9: Frame Control 2, Duration 2, RA 6,
 /// TA 6, BA Control 2, Starting Sequence Control 2, 64-bit bitmap 8, FCS 4).
@@ -120,25 +122,26 @@ impl HtMode {
     }
 }
 
-/// The non-HT mode of control responses: OFDM 24 Mbit/s (ERP-OFDM on 2.4 GHz), 20 µs preamble
-/// and SIGNAL, then `signal_extension_ns`.
-pub fn control_mode(signal_extension_ns: u64) -> Mode {
-    Mode {
+/// The mandatory OFDM rates a control response can go at, bit/s, and their modulations (the
+/// index of the HT MCS with the same modulation and code rate: BPSK 1/2, QPSK 1/2, 16-QAM 1/2).
+pub const CONTROL_RATES_BPS: [(u64, usize); 3] = [(6_000_000, 0), (12_000_000, 1), (24_000_000, 3)];
+
+/// The non-HT mode of a control response to a frame at `data_rate_bps` (ERP-OFDM on 2.4 GHz):
+/// 20 µs preamble and SIGNAL, then `signal_extension_ns`; and its modulation index.
+pub fn control_mode(data_rate_bps: u64, signal_extension_ns: u64) -> (Mode, usize) {
+    let basic = CONTROL_RATES_BPS.map(|r| r.0);
+    let rate_bps = control_rate_bps(&basic, data_rate_bps);
+    let modulation = CONTROL_RATES_BPS
+        .iter()
+        .find(|r| r.0 == rate_bps)
+        .map_or(0, |r| r.1);
+    let mode = Mode {
         format: Format::Ofdm,
         preamble_ns: 20_000,
-        rate_bps: 24_000_000,
+        rate_bps,
         signal_extension_ns,
-    }
-}
-
-/// Airtime of an Ack, ns (28 µs; 34 µs with the 2.4 GHz extension).
-pub fn ack_ns(signal_extension_ns: u64) -> u64 {
-    control_mode(signal_extension_ns).airtime_ns(ACK_BYTES)
-}
-
-/// Airtime of a compressed BlockAck, ns (32 µs; 38 µs with the extension).
-pub fn block_ack_ns(signal_extension_ns: u64) -> u64 {
-    control_mode(signal_extension_ns).airtime_ns(BLOCK_ACK_BYTES)
+    };
+    (mode, modulation)
 }
 
 /// Bytes an MPDU of `mpdu_bytes` takes in an A-MPDU: delimiter, MPDU, padding to a 4-byte
@@ -188,8 +191,23 @@ mod tests {
         // One stream: 36 µs preamble. MCS 0 HT40, 100 B: 822 bits / 54 -> 16 symbols: 100 µs.
         assert_eq!(ht(0, 40, 800).airtime_ns(100), 100_000);
         // Control responses at 24 Mbit/s: Ack 134 bits -> 2 symbols, BlockAck 278 -> 3.
-        assert_eq!((ack_ns(0), block_ack_ns(0)), (28_000, 32_000));
-        assert_eq!((ack_ns(6_000), block_ack_ns(6_000)), (34_000, 38_000));
+        let (m24, k) = control_mode(ht(11, 40, 800).rate_bps(), 0);
+        assert_eq!((m24.rate_bps, k), (24_000_000, 3));
+        let ack_ba = |m: Mode| (m.airtime_ns(ACK_BYTES), m.airtime_ns(BLOCK_ACK_BYTES));
+        assert_eq!(ack_ba(m24), (28_000, 32_000));
+        assert_eq!(ack_ba(control_mode(108_000_000, 6_000).0), (34_000, 38_000));
+        // MCS 0 HT40 (13.5 Mbit/s): 12 Mbit/s, 48 bits a symbol: Ack 3 symbols, 32 µs. MCS 0
+        // HT20 (6.5 Mbit/s): 6 Mbit/s, Ack ceil(134 / 24) = 6 symbols, 44 µs.
+        let (m12, k) = control_mode(ht(0, 40, 800).rate_bps(), 0);
+        assert_eq!(
+            (m12.rate_bps, k, m12.airtime_ns(ACK_BYTES)),
+            (12_000_000, 1, 32_000)
+        );
+        let (m6, k) = control_mode(ht(0, 20, 800).rate_bps(), 0);
+        assert_eq!(
+            (m6.rate_bps, k, m6.airtime_ns(ACK_BYTES)),
+            (6_000_000, 0, 44_000)
+        );
     }
 
     #[test]

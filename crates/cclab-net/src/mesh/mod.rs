@@ -22,10 +22,12 @@
 //!   `ampdu_max_frames` MPDUs / `ampdu_max_bytes` bytes to the front frame's receiver (the
 //!   queue's frames for it, in order), SIFS, BlockAck. Each MPDU is lost on its own; the
 //!   BlockAck acknowledges the decoded ones and the others stay queued for the next attempt
-//!   (selective retransmission), each with its own retry count. A response (Ack, BlockAck) is a
-//!   transmission from the receiver: nodes that sense it defer, and it interferes with others'
-//!   receptions, but it is never lost itself. With nothing decoded there is no response: the
-//!   sender waits AckTimeout (SIFS + slot + aRxPHYStartDelay) and doubles CW.
+//!   (selective retransmission), each with its own retry count. A response (Ack, BlockAck, at
+//!   the highest of 6, 12, 24 Mbit/s not above the data rate) is a transmission from the
+//!   receiver: nodes that sense it defer, it interferes with others' receptions, and it is lost
+//!   with the SINR at the data's sender (no floor); then the sender retries every MPDU of the
+//!   exchange, and the receiver discards those it already has. With nothing decoded there is no
+//!   response: the sender waits AckTimeout (SIFS + slot + aRxPHYStartDelay) and doubles CW.
 //! - **After a collision** a node that sensed two transmissions at once (and so decoded
 //!   neither) counts its idle period from AckTimeout after the channel went idle, then DIFS, as
 //!   the colliding senders do after their AckTimeout: the DCF cell's rule (docs/dcf.md, "EIFS";
@@ -76,8 +78,8 @@ pub struct MeshChain<P> {
     nodes: Vec<Node<P>>,
     /// Transmissions on the air, in the order they started.
     on_air: Vec<Emission>,
-    /// Responses due: (start, responder, end).
-    responses: Vec<(u64, usize, u64)>,
+    /// Responses due: (start, responder, the data's sender, end).
+    responses: Vec<(u64, usize, usize, u64)>,
     /// The next background transmission.
     background_next_ns: Option<u64>,
     flight: Flight<P>,
@@ -240,8 +242,15 @@ impl<P: NetPacket> MeshChain<P> {
             .filter(|&k| self.start_ns(k) == Some(t))
             .collect();
         while let Some(i) = self.responses.iter().position(|r| r.0 == t) {
-            let (_, from, end) = self.responses.remove(i);
-            self.begin_emission(t, from, end, None);
+            let (_, from, to, end) = self.responses.remove(i);
+            let rx = DataRx {
+                to,
+                response: true,
+                interference_mw: 0.0,
+                half_duplex: false,
+                hidden: false,
+            };
+            self.begin_emission(t, from, end, Some(rx));
         }
         if self.background_next_ns == Some(t) {
             if let Some((busy, burst_ns, _)) = self.params.background {
@@ -304,6 +313,7 @@ impl<P: NetPacket> MeshChain<P> {
         st.tx_bytes = st.tx_bytes.saturating_add(wire_bytes);
         let rx = DataRx {
             to,
+            response: false,
             interference_mw: 0.0,
             half_duplex: false,
             hidden: false,
@@ -378,8 +388,10 @@ impl<P: NetPacket> MeshChain<P> {
 
     /// A transmission ends at `t`: a data frame's reception is decided; its sensers may go idle.
     fn end_emission(&mut self, t: u64, e: Emission) {
-        if let Some(d) = e.data {
-            self.receive(t, e.src, d);
+        match e.data {
+            Some(d) if d.response => self.receive_response(e.src, d),
+            Some(d) => self.receive(t, e.src, d),
+            None => {}
         }
         for k in 0..self.nodes.len() {
             if self.senses_src(k, e.src) {
@@ -439,7 +451,7 @@ impl<P: NetPacket> MeshChain<P> {
             let end = start.saturating_add(resp_ns);
             x.answered = true;
             x.end_ns = Some(end);
-            self.responses.push((start, d.to, end));
+            self.responses.push((start, d.to, s, end));
         } else {
             x.end_ns = Some(t.saturating_add(p.ack_timeout_ns));
             if d.half_duplex || d.interference_mw > 0.0 {
@@ -450,6 +462,30 @@ impl<P: NetPacket> MeshChain<P> {
             } else {
                 n.mac.frame_errors += 1;
             }
+        }
+    }
+
+    /// The response from `r` to `d.to` ends: lost (SINR at the data's sender, at the response's
+    /// rate; no floor), the sender's exchange is unanswered.
+    fn receive_response(&mut self, r: usize, d: DataRx) {
+        let p = &self.params;
+        let bytes = if p.ampdu.is_some() {
+            ht::BLOCK_ACK_BYTES
+        } else {
+            crate::dcf::phy::ACK_BYTES
+        };
+        let lost = d.half_duplex || {
+            let sinr_db = radio::mw_to_dbm(p.rx_mw[r][d.to] / (p.noise_mw + d.interference_mw));
+            let e = radio::frame_error_rate(sinr_db, p.control_modulation, bytes);
+            e > 0.0 && self.rng.random::<f64>() < e
+        };
+        if !lost {
+            return;
+        }
+        let n = &mut self.nodes[d.to];
+        if let Some(x) = n.exchange.as_mut() {
+            x.answered = false;
+            n.mac.response_losses += 1;
         }
     }
 
@@ -469,11 +505,12 @@ impl<P: NetPacket> MeshChain<P> {
             }
             f.failures += 1;
             if f.failures >= p.retry_limit {
-                n.mac.retry_drops += 1;
                 gone[i] = true;
-                let st = &mut self.stats[k];
-                st.dropped_retry_pkts = st.dropped_retry_pkts.saturating_add(1);
+                // Not a loss when the receiver has it (only its response was lost).
                 if let Some(pkt) = f.pkt.take() {
+                    n.mac.retry_drops += 1;
+                    let st = &mut self.stats[k];
+                    st.dropped_retry_pkts = st.dropped_retry_pkts.saturating_add(1);
                     self.dropped.push_back((
                         t,
                         Dropped {

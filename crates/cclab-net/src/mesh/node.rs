@@ -25,8 +25,11 @@ pub struct MeshStationStats {
     pub mpdu_errors: u64,
     /// MPDUs acknowledged (each once).
     pub mpdus_acked: u64,
-    /// MPDUs dropped at the retry limit.
+    /// MPDUs dropped at the retry limit undelivered.
     pub retry_drops: u64,
+    /// Responses (Ack, BlockAck) lost on their way back: the sender retries MPDUs the receiver
+    /// already has (it discards the duplicates; one dropped at the retry limit is not a loss).
+    pub response_losses: u64,
 }
 
 impl MeshStationStats {
@@ -94,10 +97,12 @@ impl<P> Node<P> {
     }
 }
 
-/// A data frame's reception at its receiver, as the transmissions around it change it.
+/// A frame's reception at its receiver, as the transmissions around it change it.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct DataRx {
     pub(super) to: usize,
+    /// A response (Ack, BlockAck) to `to`'s data, not a data frame.
+    pub(super) response: bool,
     /// Sum of the powers of the transmissions that overlapped it at the receiver, mW.
     pub(super) interference_mw: f64,
     /// The receiver transmitted during it.
@@ -112,6 +117,6 @@ pub(super) struct Emission {
     /// Its transmitter (the node count for the background).
     pub(super) src: usize,
     pub(super) end_ns: u64,
-    /// A data frame (None: a response or the background).
+    /// A data frame or a response and its reception (None: the background).
     pub(super) data: Option<DataRx>,
 }

@@ -4,6 +4,7 @@
 
 use super::ht::{self, HtMode, HT_MAX_AMPDU_BYTES, MAX_MCS, MESH_MAC_OVERHEAD_BYTES};
 use super::radio::{self, Environment};
+use crate::dcf::phy::ACK_BYTES;
 use crate::dcf::spec::{DEFAULT_RETRY_LIMIT, MAX_CW};
 use crate::error::NetError;
 use crate::spec::ms_to_ns;
@@ -156,10 +157,12 @@ pub struct MeshParams {
     pub cw_max: u32,
     /// Signal extension after every PPDU, ns (2.4 GHz: 6 µs).
     pub signal_extension_ns: u64,
-    /// Ack, ns.
+    /// Ack, ns (at the control response rate).
     pub ack_ns: u64,
     /// BlockAck, ns.
     pub block_ack_ns: u64,
+    /// The control responses' modulation index (for their error rate).
+    pub control_modulation: usize,
     /// AckTimeout = SIFS + slot + aRxPHYStartDelay, ns (10.3.2.9).
     pub ack_timeout_ns: u64,
     /// Aggregation: None off, else (max MPDUs, max bytes).
@@ -432,6 +435,7 @@ impl MeshSpec {
         } else {
             SIGNAL_EXTENSION_2_4GHZ_US * 1000
         };
+        let (control, control_modulation) = ht::control_mode(self.ht().rate_bps(), ext_ns);
         MeshParams {
             ht: self.ht(),
             slot_ns,
@@ -440,8 +444,9 @@ impl MeshSpec {
             cw_min: CW_MIN.min(MAX_CW),
             cw_max: CW_MAX,
             signal_extension_ns: ext_ns,
-            ack_ns: ht::ack_ns(ext_ns),
-            block_ack_ns: ht::block_ack_ns(ext_ns),
+            ack_ns: control.airtime_ns(ACK_BYTES),
+            block_ack_ns: control.airtime_ns(ht::BLOCK_ACK_BYTES),
+            control_modulation,
             ack_timeout_ns: sifs_ns + slot_ns + RX_PHY_START_DELAY_US * 1000,
             ampdu: self.ampdu.then_some((
                 self.ampdu_max_frames.clamp(1, BLOCK_ACK_WINDOW),
