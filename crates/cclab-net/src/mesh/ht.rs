@@ -25,7 +25,7 @@
 //! `GetControlAnswerMode` applies it; in a 40 MHz BSS as non-HT duplicates, same duration):
 //! 20 µs preamble and SIGNAL, then 4 µs symbols of 24, 48 or 96 bits.
 
-use super::super::dcf::phy::{control_rate_bps, Format, Mode, ACK_BYTES};
+use super::super::dcf::phy::{control_rate_bps, Format, Mode};
 
 /// A compressed BlockAck frame, bytes (802.11-2016 9.3.1.9: Frame Control 2, Duration 2, RA 6,
 /// TA 6, BA Control 2, Starting Sequence Control 2, 64-bit bitmap 8, FCS 4).
@@ -154,6 +154,7 @@ pub fn ampdu_subframe_bytes(mpdu_bytes: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dcf::phy::ACK_BYTES;
 
     fn ht(mcs: u8, w: u32, gi: u32) -> HtMode {
         HtMode {
