@@ -358,13 +358,14 @@ fn in_one_collision_domain_the_chain_is_the_dcf_cell() {
             b.len(),
             100.0 * err
         );
-        if n == 1 {
-            // One sender: the same backoff draws from the same stream, the same times.
-            assert_eq!(a, b);
+        if n <= 5 {
+            // The same backoff draws from the same stream, the same delivery times: nodes up
+            // to 5 m away from node 0 have error rates below 2^-53 (no draw is taken) and a
+            // collision is a certain loss (no draw either), as in the cell.
+            assert_eq!(a, b, "{n} senders");
         }
-        // After a collision the cell's bystanders also wait out the AckTimeout; the chain's
-        // resume DIFS after the last frame they sensed, so they count slots 45 µs earlier.
-        assert!(err.abs() < 0.02, "{n}: {err}");
-        assert!((p_mesh - p_cell).abs() < 0.02, "{n}: {p_mesh} vs {p_cell}");
+        // At 10 m the error rate is ~1e-12: the chain draws, and its stream moves apart.
+        assert!(err.abs() < 0.01, "{n}: {err}");
+        assert!((p_mesh - p_cell).abs() < 0.01, "{n}: {p_mesh} vs {p_cell}");
     }
 }

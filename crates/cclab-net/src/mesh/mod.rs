@@ -28,6 +28,9 @@
 //!   with the SINR at the data's sender (no floor); then the sender retries every MPDU of the
 //!   exchange, and the receiver discards those it already has. With nothing decoded there is no
 //!   response: the sender waits AckTimeout (SIFS + slot + aRxPHYStartDelay) and doubles CW.
+//! - **NAV** (10.3.2.4, virtual carrier sense). The nodes that sensed an answered data frame
+//!   stay busy through SIFS and the response, as its Duration field tells them, whether or not
+//!   they sense the responder.
 //! - **After a collision** a node that sensed two transmissions at once (and so decoded
 //!   neither) counts its idle period from AckTimeout after the channel went idle, then DIFS, as
 //!   the colliding senders do after their AckTimeout: the DCF cell's rule (docs/dcf.md, "EIFS";
@@ -43,7 +46,8 @@
 //! # Time, determinism, ties
 //! Decisions are taken lazily in time order, events found by scanning the nodes and the air
 //! (a chain has a few nodes). At one instant, in this order: transmissions that end (data
-//! receptions decided, in the order they started), exchanges that end (node order), then
+//! receptions decided, in the order they started), NAVs that end, exchanges that end (node
+//! order), then
 //! every node whose backoff ends then transmits (they see nothing of what starts at the same
 //! instant), with responses and the background starting then too. Backoff and error draws
 //! come from the stream given to [`MeshChain::new`], the background (if any) from a stream
@@ -80,6 +84,8 @@ pub struct MeshChain<P> {
     on_air: Vec<Emission>,
     /// Responses due: (start, responder, the data's sender, end).
     responses: Vec<(u64, usize, usize, u64)>,
+    /// NAVs set by answered data frames: (end, the data's sender), held by its sensers.
+    navs: Vec<(u64, usize)>,
     /// The next background transmission.
     background_next_ns: Option<u64>,
     flight: Flight<P>,
@@ -114,6 +120,7 @@ impl<P: NetPacket> MeshChain<P> {
                 backoff: None,
                 cw: params.cw_min,
                 sensed: 0,
+                nav: 0,
                 exchange: None,
                 idle_from_ns: 0,
                 garbled: false,
@@ -130,6 +137,7 @@ impl<P: NetPacket> MeshChain<P> {
             nodes,
             on_air: Vec::new(),
             responses: Vec::new(),
+            navs: Vec::new(),
             background_next_ns,
             flight: Flight::default(),
             now_ns: 0,
@@ -205,6 +213,7 @@ impl<P: NetPacket> MeshChain<P> {
     fn next_decision_ns(&self) -> Option<u64> {
         let mut t = self.on_air.iter().map(|e| e.end_ns).min();
         t = earliest(t, self.responses.iter().map(|r| r.0).min());
+        t = earliest(t, self.navs.iter().map(|r| r.0).min());
         t = earliest(t, self.background_next_ns);
         for (k, n) in self.nodes.iter().enumerate() {
             t = earliest(t, n.exchange.as_ref().and_then(|x| x.end_ns));
@@ -228,6 +237,16 @@ impl<P: NetPacket> MeshChain<P> {
         while let Some(i) = self.on_air.iter().position(|e| e.end_ns == t) {
             let e = self.on_air.remove(i);
             self.end_emission(t, e);
+        }
+        while let Some(i) = self.navs.iter().position(|v| v.0 == t) {
+            let (_, src) = self.navs.remove(i);
+            for k in 0..self.nodes.len() {
+                if k != src && self.senses_src(k, src) {
+                    let n = &mut self.nodes[k];
+                    n.nav = n.nav.saturating_sub(1);
+                    self.release(t, k);
+                }
+            }
         }
         for k in 0..self.nodes.len() {
             if self.nodes[k]
@@ -390,22 +409,46 @@ impl<P: NetPacket> MeshChain<P> {
     fn end_emission(&mut self, t: u64, e: Emission) {
         match e.data {
             Some(d) if d.response => self.receive_response(e.src, d),
-            Some(d) => self.receive(t, e.src, d),
+            Some(d) => {
+                self.receive(t, e.src, d);
+                // Answered: its sensers keep the NAV its Duration field set (10.3.2.4, virtual
+                // carrier sense) through SIFS and the response.
+                let answered = self.nodes[e.src]
+                    .exchange
+                    .as_ref()
+                    .filter(|x| x.answered)
+                    .and_then(|x| x.end_ns);
+                if let Some(end) = answered {
+                    self.navs.push((end, e.src));
+                    for k in 0..self.nodes.len() {
+                        if k != e.src && self.senses_src(k, e.src) {
+                            self.nodes[k].nav += 1;
+                        }
+                    }
+                }
+            }
             None => {}
         }
         for k in 0..self.nodes.len() {
             if self.senses_src(k, e.src) {
                 let n = &mut self.nodes[k];
                 n.sensed = n.sensed.saturating_sub(1);
-                if !n.busy() {
-                    n.idle_from_ns = if n.garbled {
-                        t.saturating_add(self.params.ack_timeout_ns)
-                    } else {
-                        t
-                    };
-                    n.garbled = false;
-                }
+                self.release(t, k);
             }
+        }
+    }
+
+    /// Node `k`'s channel may have gone idle at `t`: its idle period starts (AckTimeout later
+    /// after a garbled reception).
+    fn release(&mut self, t: u64, k: usize) {
+        let n = &mut self.nodes[k];
+        if !n.busy() {
+            n.idle_from_ns = if n.garbled {
+                t.saturating_add(self.params.ack_timeout_ns)
+            } else {
+                t
+            };
+            n.garbled = false;
         }
     }
 
@@ -427,7 +470,7 @@ impl<P: NetPacket> MeshChain<P> {
             let lost = deaf || {
                 let e = radio::frame_error_rate(sinr_db, modulation, p.mpdu_bytes(f.bytes));
                 let e = 1.0 - (1.0 - e) * (1.0 - floor);
-                e > 0.0 && self.rng.random::<f64>() < e
+                e >= 1.0 || (e > 0.0 && self.rng.random::<f64>() < e)
             };
             if lost {
                 continue;
@@ -477,7 +520,7 @@ impl<P: NetPacket> MeshChain<P> {
         let lost = d.half_duplex || {
             let sinr_db = radio::mw_to_dbm(p.rx_mw[r][d.to] / (p.noise_mw + d.interference_mw));
             let e = radio::frame_error_rate(sinr_db, p.control_modulation, bytes);
-            e > 0.0 && self.rng.random::<f64>() < e
+            e >= 1.0 || (e > 0.0 && self.rng.random::<f64>() < e)
         };
         if !lost {
             return;

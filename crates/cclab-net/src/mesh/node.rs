@@ -80,6 +80,8 @@ pub(super) struct Node<P> {
     pub(super) cw: u32,
     /// Transmissions on the air this node senses, its own included.
     pub(super) sensed: u32,
+    /// NAVs it holds: exchanges whose data frame it sensed, until their response ends.
+    pub(super) nav: u32,
     /// Its exchange as a sender (busy for it until it ends).
     pub(super) exchange: Option<Exchange>,
     /// When its channel last became idle (after a garbled reception: AckTimeout later).
@@ -91,9 +93,9 @@ pub(super) struct Node<P> {
 }
 
 impl<P> Node<P> {
-    /// Its channel is busy: it senses a transmission, or it is in an exchange.
+    /// Its channel is busy: it senses a transmission, holds a NAV, or is in an exchange.
     pub(super) fn busy(&self) -> bool {
-        self.sensed > 0 || self.exchange.is_some()
+        self.sensed > 0 || self.nav > 0 || self.exchange.is_some()
     }
 }
 
