@@ -2,6 +2,7 @@
 //! flow from the first node to the node 1..4 hops away over static routes; every node in
 //! between is a router forwarding in zero time. Goodput falls with hops.
 
+use cclab_net::mesh::MeshSpec;
 use cclab_sim::config::Scenario;
 use cclab_sim::run;
 use serde_json::{json, Value};
@@ -114,4 +115,46 @@ fn lossy_hops_fall_faster_than_clean_ones() {
     }
     assert!((0.85..1.15).contains(&a[0]), "{a:?}");
     assert!(a[2] > a[0] + 0.2, "{a:?}");
+}
+
+#[test]
+fn saturated_udp_carries_the_airtime_closed_form_over_one_hop_and_1_over_n_beyond() {
+    // 60 Mbit/s of 1472-byte payloads (1500-byte IP packets) into the chain, 10 s. One hop:
+    // one frame per DIFS + CWmin/2 slots + DATA + SIFS + Ack (docs/mesh.md), of which 1472
+    // bytes are payload.
+    let spec = json!({"spacing_m": 1.0, "queue_pkts": 1000});
+    let p = serde_json::from_value::<MeshSpec>(spec.clone())
+        .unwrap()
+        .params(5);
+    let cycle_ns = p.difs_ns as f64
+        + f64::from(p.cw_min) / 2.0 * p.slot_ns as f64
+        + p.data_ns(1500) as f64
+        + p.sifs_ns as f64
+        + p.ack_ns as f64;
+    let closed_form_bps = 1472.0 * 8.0 / (cycle_ns * 1e-9);
+    let mut got = vec![];
+    for hops in 1..=3 {
+        let mut sc = chain(hops, spec.clone(), 10.0);
+        let mut v = serde_json::to_value(&sc).unwrap();
+        v["flows"][0]["transport"] = json!("udp");
+        v["flows"][0]["rate_bps"] = json!(60_000_000u64);
+        v["flows"][0]["payload_bytes"] = json!(1472);
+        sc = serde_json::from_value(v).unwrap();
+        sc.validate().unwrap();
+        let out = run(&sc, None).unwrap();
+        let u = out.flow_stats[0].udp.as_ref().expect("udp stats");
+        println!(
+            "UDP {hops} hop(s): {:.3} Mbit/s received (closed form / hops {:.3}), loss {:.3}",
+            u.receive_rate_bps / 1e6,
+            closed_form_bps / hops as f64 / 1e6,
+            u.loss
+        );
+        got.push(u.receive_rate_bps);
+    }
+    let err = got[0] / closed_form_bps - 1.0;
+    assert!(err.abs() < 0.03, "one hop: {} vs {closed_form_bps}", got[0]);
+    for (i, g) in got.iter().enumerate().skip(1) {
+        let r = g * (i + 1) as f64 / got[0];
+        assert!((r - 1.0).abs() < 0.05, "{} hops: {r}", i + 1);
+    }
 }
