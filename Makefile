@@ -60,6 +60,8 @@ bench:
 	./target/release/cclab-bench bench/parking-lot-30.json | grep -v '^flow='
 	@echo "-- S1: 6 smartphones on one 802.11g DCF cell, 512 ms RTT, middleware on, 60 s (bench/s1-phones-6-mw.json)"
 	./target/release/cclab-bench bench/s1-phones-6-mw.json | grep -v '^flow='
+	@echo "-- S4: CUBIC over 4 hops of a 5-node 802.11s mesh chain, 100 s (bench/s4-chain-4hop.json)"
+	./target/release/cclab-bench bench/s4-chain-4hop.json | grep -v '^flow='
 
 # The full S0 study's wall time (a fresh cache, every core).
 bench-study: setup

@@ -31,6 +31,7 @@ __all__ = [
     "Medium",
     "SharedMedium",
     "DcfMedium",
+    "MeshMedium",
     "Middleware",
     "MiddlewareRow",
     "SimSettings",
@@ -394,16 +395,81 @@ _RATE_ADAPTATION_FIELDS = ("rate_adaptation", "arf_failure_threshold", "arf_succ
                            "arf_timer_threshold", "aarf_max_success_threshold")
 
 
-MEDIUM_KINDS = ("shared", "dcf")
+class MeshMedium(_Model):
+    """An 802.11s mesh chain (``kind = "mesh"``): ``nodes`` in a line, in order, ``spacing_m``
+    apart (or at ``positions_m``), on one channel (802.11n HT, 5 GHz). Each node is a DCF
+    contender that defers only to what it senses (received power from a log-distance path loss
+    above ``cs_threshold_dbm``), and a frame is decoded at its receiver from its SINR over
+    everything overlapping it there, so far nodes are hidden terminals. Forwarding along the chain
+    is by the nodes' static routes (no HWMP). ``environment`` ("anechoic", "campus") fills in the
+    radio values left out; docs/mesh.md has the model and every field
+    (crates/cclab-net/src/mesh)."""
+
+    name: str = Field(min_length=1)
+    nodes: list[str] = Field(min_length=2)
+    kind: Literal["mesh"]
+    #: HT MCS of every data frame, 0..15 (8..15: two spatial streams); 11 = 108 Mbit/s at HT40.
+    mcs: int = Field(default=11, ge=0, le=15)
+    channel_width_mhz: Literal[20, 40] = 40
+    guard_interval_ns: Literal[800, 400] = 800
+    #: 2.4 (the S4 paper's channel 6: SIFS 10 us, 6 us signal extension) or 5 (SIFS 16 us), GHz.
+    band_ghz: Literal[2.4, 5.0] = 2.4
+    #: A-MPDU aggregation with BlockAck (off: one MPDU and an Ack per channel access).
+    ampdu: bool = False
+    ampdu_max_frames: int = Field(default=64, ge=1, le=64)
+    ampdu_max_bytes: int = Field(default=65535, ge=1, le=65535)
+    #: Distance between neighbours, m.
+    spacing_m: float = Field(default=1.0, gt=0)
+    #: Each node's position along the line, m (instead of ``spacing_m``).
+    positions_m: list[float] = Field(default_factory=list)
+    environment: Literal["anechoic", "campus"] = "anechoic"
+    #: Radio values; None: the environment's (anechoic: exponent 2, no extra noise, no
+    #: background, no error floor; campus: exponent 3, +6 dB noise, 20 % busy, 5 % floor).
+    path_loss_exponent: float | None = Field(default=None, gt=0)
+    #: Path loss at 1 m, dB (None: free space at 1 m, 40.18 on 2.4 GHz, 46.6777 on 5 GHz).
+    reference_loss_db: float | None = None
+    tx_power_dbm: float = 16.0206
+    noise_figure_db: float = 7.0
+    extra_noise_db: float | None = None
+    cs_threshold_dbm: float = -82.0
+    frame_error_rate: float | None = Field(default=None, ge=0, lt=1)
+    background_busy_fraction: float | None = Field(default=None, ge=0, lt=1)
+    background_burst_us: float | None = Field(default=None, gt=0)
+    background_rx_dbm: float | None = None
+    mac_overhead_bytes: int = Field(default=50, ge=0)
+    retry_limit: int = Field(default=7, ge=1)
+    queue_pkts: int | None = Field(default=None, ge=1)
+    queue_bytes: int | None = Field(default=None, ge=1)
+    delay_ms: float = Field(default=0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _positions(self) -> "MeshMedium":
+        if self.positions_m and len(self.positions_m) != len(self.nodes):
+            raise ValueError(f"positions_m: {len(self.positions_m)} positions; none, or one per node "
+                             f"({len(self.nodes)})")
+        if len(set(self.positions_m)) != len(self.positions_m):
+            raise ValueError(f"positions_m: {self.positions_m} puts two nodes at one place; distinct positions")
+        return self
+
+    def core_spec(self) -> dict[str, Any]:
+        """The core's ``spec`` object (MeshSpec)."""
+        d = self.model_dump(exclude={"name", "nodes", "kind"}, exclude_none=True)
+        if not d.get("positions_m"):
+            d.pop("positions_m", None)
+        return d
+
+
+MEDIUM_KINDS = ("shared", "dcf", "mesh")
 
 
 def _medium_kind(v: Any) -> str:
     return v.get("kind", "shared") if isinstance(v, dict) else getattr(v, "kind", "shared")
 
 
-#: A multi-port medium: a shared channel (``kind = "shared"``, the default) or an 802.11 DCF
-#: cell (``kind = "dcf"``).
-Medium = Annotated[Union[Annotated[SharedMedium, Tag("shared")], Annotated[DcfMedium, Tag("dcf")]],
+#: A multi-port medium: a shared channel (``kind = "shared"``, the default), an 802.11 DCF
+#: cell (``kind = "dcf"``) or an 802.11s mesh chain (``kind = "mesh"``).
+Medium = Annotated[Union[Annotated[SharedMedium, Tag("shared")], Annotated[DcfMedium, Tag("dcf")],
+                         Annotated[MeshMedium, Tag("mesh")]],
                    Discriminator(_medium_kind)]
 
 
@@ -805,7 +871,7 @@ class Scenario(_Model):
         return out
 
     @staticmethod
-    def _medium_json(m: SharedMedium | DcfMedium) -> dict[str, Any]:
+    def _medium_json(m: SharedMedium | DcfMedium | MeshMedium) -> dict[str, Any]:
         return {"name": m.name, "nodes": list(m.nodes), "kind": m.kind, "spec": m.core_spec()}
 
     def lowered(self) -> dict[str, Any]:

@@ -399,9 +399,9 @@ fn hop(
     }
 }
 
-/// One medium at field `f`: `name`, `kind` ("shared" or "dcf"), `lanes` (one name per port, at
-/// least 2) and `spec` (the kind's settings in the scenario's units: a `SharedSpec` or a
-/// `DcfSpec`).
+/// One medium at field `f`: `name`, `kind` ("shared", "dcf" or "mesh"), `lanes` (one name per
+/// port, at least 2) and `spec` (the kind's settings in the scenario's units: a `SharedSpec`, a
+/// `DcfSpec` or a `MeshSpec`).
 fn medium_def(v: Value, f: &str) -> Result<(MediumDef, Vec<Option<String>>), SpecError> {
     let Value::Object(mut m) = v else {
         return Err(err(f, "an object with name, kind, lanes and spec"));
@@ -469,7 +469,8 @@ fn medium_def(v: Value, f: &str) -> Result<(MediumDef, Vec<Option<String>>), Spe
         return Err(err(
             format!("{f}.spec"),
             "missing: the medium's settings (a shared channel: rate_bps, delay_ms, queue_pkts, \
-             overhead_us, loss_model; a DCF cell: standard and the DcfSpec fields)",
+             overhead_us, loss_model; a DCF cell: standard and the DcfSpec fields; a mesh chain: \
+             the MeshSpec fields)",
         ));
     };
     let port_names = match m.remove("ports") {
@@ -810,6 +811,25 @@ mod tests {
         let bad = text.replace("[null, null, 200]", "[null, null, 200, 1]");
         let e = Spec::parse(&bad).unwrap_err();
         assert_eq!(e.field, "media[0].spec.queue_pkts_by_port", "{e:?}");
+    }
+
+    #[test]
+    fn a_mesh_chain_parses_as_the_simulator_reads_it() {
+        let text = MEDIA
+            .replace(r#""kind": "shared""#, r#""kind": "mesh""#)
+            .replace(
+                r#""spec": {"rate_bps": 12000000, "delay_ms": 0.5, "queue_pkts": 50,
+                           "overhead_us": 100}"#,
+                r#""spec": {"spacing_m": 2.0, "mcs": 11, "ampdu": true, "queue_pkts": 50}"#,
+            );
+        let s = Spec::parse(&text).unwrap();
+        let MediumModel::Mesh(m) = &s.media[0].model else {
+            panic!("a mesh chain")
+        };
+        assert_eq!((m.spacing_m, m.ampdu, m.queue_pkts), (2.0, true, Some(50)));
+        let bad = text.replace(r#""mcs": 11"#, r#""mcs": 16"#);
+        let e = Spec::parse(&bad).unwrap_err();
+        assert_eq!(e.field, "media[0].spec.mcs", "{e:?}");
     }
 
     #[test]

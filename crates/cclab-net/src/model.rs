@@ -3,11 +3,13 @@
 //! from the same settings.
 //!
 //! In a scenario a medium is `{"kind": K, "spec": {...}}`: `"shared"` is a
-//! [`SharedChannel`] ([`SharedSpec`]), `"dcf"` an 802.11 [`DcfCell`] ([`DcfSpec`]).
+//! [`SharedChannel`] ([`SharedSpec`]), `"dcf"` an 802.11 [`DcfCell`] ([`DcfSpec`]), `"mesh"` an
+//! 802.11s [`MeshChain`] ([`MeshSpec`]).
 
 use crate::dcf::{DcfCell, DcfSpec};
 use crate::error::NetError;
 use crate::medium::Medium;
+use crate::mesh::{MeshChain, MeshSpec};
 use crate::packet::NetPacket;
 use crate::shared::{SharedChannel, SharedSpec};
 use crate::spec::ms_to_ns;
@@ -24,17 +26,20 @@ pub enum MediumKind {
     Shared,
     /// [`DcfCell`]: an 802.11 cell whose ports contend under DCF.
     Dcf,
+    /// [`MeshChain`]: an 802.11s mesh chain, nodes on a line sensing each other by distance.
+    Mesh,
 }
 
 impl MediumKind {
     /// Every kind, as a scenario names it.
-    pub const ALL: [MediumKind; 2] = [MediumKind::Shared, MediumKind::Dcf];
+    pub const ALL: [MediumKind; 3] = [MediumKind::Shared, MediumKind::Dcf, MediumKind::Mesh];
 
     /// The scenario's name for it.
     pub fn name(self) -> &'static str {
         match self {
             MediumKind::Shared => "shared",
             MediumKind::Dcf => "dcf",
+            MediumKind::Mesh => "mesh",
         }
     }
 }
@@ -47,6 +52,8 @@ pub enum MediumModel {
     Shared(SharedSpec),
     /// An 802.11 DCF cell.
     Dcf(DcfSpec),
+    /// An 802.11s mesh chain.
+    Mesh(MeshSpec),
 }
 
 impl MediumModel {
@@ -64,6 +71,7 @@ impl MediumModel {
                 Some(("rate_bps", serde_json::Value::from(1))),
             )?),
             MediumKind::Dcf => MediumModel::Dcf(from_fields(spec, path, None)?),
+            MediumKind::Mesh => MediumModel::Mesh(from_fields(spec, path, None)?),
         })
     }
 
@@ -72,6 +80,7 @@ impl MediumModel {
         match self {
             MediumModel::Shared(_) => MediumKind::Shared,
             MediumModel::Dcf(_) => MediumKind::Dcf,
+            MediumModel::Mesh(_) => MediumKind::Mesh,
         }
     }
 
@@ -80,6 +89,7 @@ impl MediumModel {
         match self {
             MediumModel::Shared(s) => serde_json::to_value(s),
             MediumModel::Dcf(s) => serde_json::to_value(s),
+            MediumModel::Mesh(s) => serde_json::to_value(s),
         }
         .expect("a medium's spec always serializes")
     }
@@ -93,6 +103,7 @@ impl MediumModel {
                 s.validate(path)?;
                 s.validate_ports(path, ports)
             }
+            MediumModel::Mesh(s) => s.validate(path, ports),
         }
     }
 
@@ -105,6 +116,7 @@ impl MediumModel {
         match self {
             MediumModel::Shared(s) => Box::new(SharedChannel::new(s.clone(), ports, rng)),
             MediumModel::Dcf(s) => Box::new(DcfCell::new(s.clone(), ports, rng)),
+            MediumModel::Mesh(s) => Box::new(MeshChain::new(s.clone(), ports, rng)),
         }
     }
 
@@ -113,6 +125,7 @@ impl MediumModel {
         match self {
             MediumModel::Shared(s) => s.queue_pkts,
             MediumModel::Dcf(s) => s.port_queue_pkts(port),
+            MediumModel::Mesh(s) => s.queue_pkts,
         }
     }
 
@@ -129,6 +142,10 @@ impl MediumModel {
             }
             MediumModel::Dcf(s) => {
                 let p = s.params();
+                p.difs_ns + p.data_ns(wire_bytes) + p.delay_ns
+            }
+            MediumModel::Mesh(s) => {
+                let p = s.params(2);
                 p.difs_ns + p.data_ns(wire_bytes) + p.delay_ns
             }
         }
@@ -200,7 +217,17 @@ mod tests {
         .unwrap();
         let dcf =
             MediumModel::from_value(MediumKind::Dcf, serde_json::json!({}), "m.spec").unwrap();
-        for (m, kind) in [(&shared, MediumKind::Shared), (&dcf, MediumKind::Dcf)] {
+        let mesh = MediumModel::from_value(
+            MediumKind::Mesh,
+            serde_json::json!({"spacing_m": 2.0}),
+            "m.spec",
+        )
+        .unwrap();
+        for (m, kind) in [
+            (&shared, MediumKind::Shared),
+            (&dcf, MediumKind::Dcf),
+            (&mesh, MediumKind::Mesh),
+        ] {
             assert_eq!(m.kind(), kind);
             m.validate("m.spec", 3).unwrap();
             let b: Box<dyn Medium<P>> = m.build(3, rng::stream(1, "m"));
@@ -217,6 +244,12 @@ mod tests {
         // 802.11g: DIFS 28 us + a 1536-byte PSDU at 54 Mbit/s (20 us + 57 symbols of 4 us +
         // 6 us signal extension = 254 us).
         assert_eq!(dcf.idle_crossing_ns(1500), 28_000 + 254_000);
+        // Mesh, 2.4 GHz: DIFS 28 us + MCS 11 HT40, 1550 B PSDU 156 us + 6 us extension.
+        assert_eq!(mesh.idle_crossing_ns(1500), 28_000 + 162_000);
+        assert_eq!(
+            serde_json::to_value(&mesh).unwrap()["kind"],
+            serde_json::json!("mesh")
+        );
     }
 
     #[test]
@@ -245,5 +278,33 @@ mod tests {
         .validate("media[0].spec", 2)
         .unwrap_err();
         assert!(e.to_string().contains("media[0].spec.retry_limit"), "{e}");
+        for (spec, field) in [
+            (serde_json::json!({"mcs": 16}), "media[0].spec.mcs"),
+            (
+                serde_json::json!({"spacing_m": -1.0}),
+                "media[0].spec.spacing_m",
+            ),
+            (
+                serde_json::json!({"positions_m": [0.0, 1.0]}),
+                "media[0].spec.positions_m",
+            ),
+        ] {
+            let e = MediumModel::from_value(MediumKind::Mesh, spec, "media[0].spec")
+                .unwrap()
+                .validate("media[0].spec", 3)
+                .unwrap_err();
+            assert!(e.to_string().contains(field), "{e}");
+        }
+        let e = MediumModel::from_value(
+            MediumKind::Mesh,
+            serde_json::json!({"environment": "forest"}),
+            "media[0].spec",
+        )
+        .unwrap_err();
+        let s = e.to_string();
+        assert!(
+            s.contains("media[0].spec.environment") && s.contains("campus"),
+            "{s}"
+        );
     }
 }
