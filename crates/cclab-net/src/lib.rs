@@ -32,6 +32,7 @@ pub mod medium;
 pub mod model;
 pub mod packet;
 pub mod qdisc;
+pub mod radio;
 pub mod rng;
 pub mod schedule;
 pub mod shared;
@@ -47,8 +48,9 @@ pub use medium::Medium;
 pub use model::{MediumKind, MediumModel};
 pub use packet::{Ecn, NetPacket};
 pub use qdisc::QdiscConfig;
+pub use radio::{Mobility, RadioConfig};
 pub use shared::{SharedChannel, SharedSpec};
-pub use spec::{DelaySpikeSpec, LinkSpec, OutageSpec};
+pub use spec::{DelaySpikeSpec, LinkSpec, OutageSpec, RadioSpec};
 pub use topology::{Dir, Graph, Hop, LinkPairSpec, MediumSpec, NodeKind, NodeSpec};
 
 /// Nanoseconds per microsecond.
