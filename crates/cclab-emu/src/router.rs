@@ -8,7 +8,7 @@ use crate::spec::Spec;
 use crate::stats::{Histogram, LinkCounters, PortCounters};
 use cclab_net::dcf::BROADCAST;
 use cclab_net::link::{DropReason, Link, LinkStats};
-use cclab_net::{rng, Medium, NetPacket};
+use cclab_net::{radio, rng, Medium, NetPacket};
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
@@ -176,10 +176,11 @@ impl Router {
         let mut elements: Vec<Box<dyn Medium<Pkt>>> = Vec::new();
         let mut lane_names = Vec::new();
         for l in &spec.links {
-            elements.push(Box::new(Link::new(
-                l.config.clone(),
-                rng::stream(spec.seed, &l.name),
-            )));
+            // A radio link's two directions draw their fades from one stream (both stall).
+            elements.push(Box::new(
+                Link::new(l.config.clone(), rng::stream(spec.seed, &l.name))
+                    .with_spike_rng(radio::spike_rng(spec.seed, &l.name)),
+            ));
             lane_names.push(l.name.clone());
         }
         for m in &spec.media {
