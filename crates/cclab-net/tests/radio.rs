@@ -36,10 +36,13 @@ fn bernoulli(e: f64, max_dat: u32) -> RadioConfig {
     }
 }
 
+/// Packets with a time, ns.
+type Timed = Vec<(u64, P)>;
+
 /// Offer `(time, packet)` in time order, taking out every arrival and drop when it happens
 /// (the link's clock never runs ahead of the time recorded); then drain. Returns what was
 /// delivered and what the RLC discarded, each with its time.
-fn run(l: &mut Link<P>, offers: &[(u64, P)]) -> (Vec<(u64, P)>, Vec<(u64, P)>) {
+fn run(l: &mut Link<P>, offers: &[(u64, P)]) -> (Timed, Timed) {
     let (mut out, mut dropped) = (Vec::new(), Vec::new());
     let mut take = |l: &mut Link<P>, until: u64| {
         while let Some(t) = l.next_arrival_ns().filter(|&t| t <= until) {
@@ -92,19 +95,35 @@ fn delay_shares_and_residual_loss_match_the_closed_forms() {
                 let (td, d) = l.pop_dropped().unwrap();
                 assert_eq!((d.pkt.0, d.reason), (i, DropReason::Rlc));
                 // Discarded M intervals after a PDU's first transmission, then the delay.
-                assert!(td >= t0 + u64::from(m) * R_NS + 150 * MS && td <= t0 + tx_ns + u64::from(m) * R_NS + 150 * MS);
+                assert!(
+                    td >= t0 + u64::from(m) * R_NS + 150 * MS
+                        && td <= t0 + tx_ns + u64::from(m) * R_NS + 150 * MS
+                );
                 counts[m as usize] += 1;
             }
         }
     }
     assert_eq!(l.stats().dropped_rlc_pkts, u64::from(packets - delivered));
     assert_eq!(l.stats().dropped_pkts(), u64::from(packets - delivered));
-    let cdf = |k: i32| if k < 0 { 0.0 } else { (1.0 - e.powi(k + 1)).powi(n) };
+    let cdf = |k: i32| {
+        if k < 0 {
+            0.0
+        } else {
+            (1.0 - e.powi(k + 1)).powi(n)
+        }
+    };
     for k in 0..=m as i32 {
-        let want = if k == m as i32 { 1.0 - (1.0 - e.powi(k)).powi(n) } else { cdf(k) - cdf(k - 1) };
+        let want = if k == m as i32 {
+            1.0 - (1.0 - e.powi(k)).powi(n)
+        } else {
+            cdf(k) - cdf(k - 1)
+        };
         let got = f64::from(counts[k as usize]) / f64::from(packets);
         let tol = 5.0 * (want * (1.0 - want) / f64::from(packets)).sqrt() + 1e-4;
-        assert!((got - want).abs() < tol, "k = {k}: {got} vs {want} (tol {tol})");
+        assert!(
+            (got - want).abs() < tol,
+            "k = {k}: {got} vs {want} (tol {tol})"
+        );
     }
 }
 
@@ -113,13 +132,18 @@ fn delivery_is_in_sequence_and_waits_for_the_packets_ahead() {
     // Back to back (a packet every 20 ms, the bearer's 1000 B take 20.8 ms): with 10 % PDU
     // errors most packets need a retransmission and many are done before the one ahead.
     let mut l = radio_link(bernoulli(0.1, 3), 2);
-    let offers: Vec<(u64, P)> = (0..3000).map(|i| (u64::from(i) * 20 * MS, P(i, 1000))).collect();
+    let offers: Vec<(u64, P)> = (0..3000)
+        .map(|i| (u64::from(i) * 20 * MS, P(i, 1000)))
+        .collect();
     let (out, dropped) = run(&mut l, &offers);
     assert_eq!(out.len() + dropped.len(), 3000);
     assert!(!dropped.is_empty(), "M = 3 with 10 % errors discards some");
     let mut all: Vec<(u64, u32)> = out.iter().chain(&dropped).map(|(t, p)| (*t, p.0)).collect();
     all.sort_by_key(|&(t, id)| (t, id));
-    assert!(all.windows(2).all(|w| w[0].1 < w[1].1), "ids in order of time: in sequence");
+    assert!(
+        all.windows(2).all(|w| w[0].1 < w[1].1),
+        "ids in order of time: in sequence"
+    );
     // Held: a packet handed out at the same instant as the one before it was through earlier
     // (no two are through at once unhindered: their transmissions end 20.8 ms apart).
     let held = out.windows(2).filter(|w| w[0].0 == w[1].0).count();

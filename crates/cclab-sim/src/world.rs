@@ -22,8 +22,8 @@ use crate::agents::{Agents, Terminal};
 use crate::middleware::TerminalCounter;
 use cclab_net::link::{Dropped, Link};
 use cclab_net::packet::NetPacket;
-use cclab_net::{radio, rng};
 use cclab_net::Ecn;
+use cclab_net::{radio, rng};
 
 /// Receive window used when the scenario sets none: large enough never to limit.
 const UNLIMITED_RWND_BYTES: u64 = 1 << 40;

@@ -35,7 +35,11 @@ fn rlc_discards_show_in_the_links_table_at_the_closed_form_rate() {
     let p = 1.0 - (1.0 - 0.05f64.powi(3)).powi(36);
     // 4 standard errors, plus the few packets still in the link at the end.
     let tol = 4.0 * (n * p * (1.0 - p)).sqrt() + 5.0;
-    assert!((got - n * p).abs() < tol, "{got} discards of {n}, want {}", n * p);
+    assert!(
+        (got - n * p).abs() < tol,
+        "{got} discards of {n}, want {}",
+        n * p
+    );
     assert_eq!(down.dropped_pkts(), down.dropped_rlc_pkts, "no other drops");
     // The links table's drops column of the data direction ends at the same count (less what
     // was discarded after the last sample).
@@ -60,14 +64,22 @@ fn rlc_retransmissions_lengthen_the_rtt_by_whole_intervals() {
     let out = three_g(radio, json!({}), 120.0, 2);
     assert_eq!(out.link_stats[0].counters.dropped_pkts(), 0);
     let f = &out.flows;
-    let min_rtt = f.min_rtt_ms.iter().copied().filter(|&x| x > 0.0).fold(f64::MAX, f64::min);
+    let min_rtt = f
+        .min_rtt_ms
+        .iter()
+        .copied()
+        .filter(|&x| x > 0.0)
+        .fold(f64::MAX, f64::min);
     assert!((300.0..400.0).contains(&min_rtt), "{min_rtt}");
     let late: Vec<f64> = (0..f.t_s.len())
         .filter(|&i| f.t_s[i] > 30.0)
         .map(|i| f.srtt_ms[i])
         .collect();
     let mean = late.iter().sum::<f64>() / late.len() as f64;
-    assert!(mean > min_rtt + 400.0, "mean srtt {mean} ms, min rtt {min_rtt} ms");
+    assert!(
+        mean > min_rtt + 400.0,
+        "mean srtt {mean} ms, min rtt {min_rtt} ms"
+    );
     // Retransmitted PDUs take capacity: more bytes went on the air than were delivered.
     let c = &out.link_stats[0].counters;
     assert!(c.tx_bytes as f64 > 1.05 * c.delivered_bytes as f64, "{c:?}");
@@ -76,9 +88,17 @@ fn rlc_retransmissions_lengthen_the_rtt_by_whole_intervals() {
 #[test]
 fn mobility_presets_run_and_repeat_bit_for_bit() {
     let run = |seed| {
-        let out = three_g(json!({"mobility": "express-train"}), json!({"mobility": "express-train"}), 200.0, seed);
+        let out = three_g(
+            json!({"mobility": "express-train"}),
+            json!({"mobility": "express-train"}),
+            200.0,
+            seed,
+        );
         (
-            out.link_stats.iter().map(|l| l.counters).collect::<Vec<_>>(),
+            out.link_stats
+                .iter()
+                .map(|l| l.counters)
+                .collect::<Vec<_>>(),
             out.flows.srtt_ms.clone(),
         )
     };

@@ -102,7 +102,9 @@ impl RadioConfig {
         if self.pdu_bytes == 0 {
             return Err(NetError::invalid("pdu_bytes", 0, "at least 1 byte"));
         }
-        self.pdu_loss.validate().map_err(|e| e.in_field("pdu_loss"))?;
+        self.pdu_loss
+            .validate()
+            .map_err(|e| e.in_field("pdu_loss"))?;
         if self.rlc_retx_interval_ns == 0 {
             return Err(NetError::invalid("rlc_retx_interval_ns", 0, "more than 0"));
         }
@@ -172,20 +174,8 @@ mod tests {
             }),
             "pdu_loss.p"
         );
-        assert_eq!(
-            field(RadioConfig {
-                max_dat: 0,
-                ..d()
-            }),
-            "max_dat"
-        );
-        assert_eq!(
-            field(RadioConfig {
-                max_dat: 41,
-                ..d()
-            }),
-            "max_dat"
-        );
+        assert_eq!(field(RadioConfig { max_dat: 0, ..d() }), "max_dat");
+        assert_eq!(field(RadioConfig { max_dat: 41, ..d() }), "max_dat");
         assert_eq!(
             field(RadioConfig {
                 rlc_retx_interval_ns: 0,

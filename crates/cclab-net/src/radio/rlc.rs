@@ -145,7 +145,10 @@ mod tests {
     #[test]
     fn segments_and_retransmitted_bytes() {
         let mut r = rlc(0.0, 6);
-        assert_eq!((r.pdus(0), r.pdus(42), r.pdus(43), r.pdus(1500)), (1, 1, 2, 36));
+        assert_eq!(
+            (r.pdus(0), r.pdus(42), r.pdus(43), r.pdus(1500)),
+            (1, 1, 2, 36)
+        );
         assert_eq!(r.draw(1500), (0, false));
         assert_eq!(r.bytes_through_pdu(0), 42);
         assert_eq!(r.bytes_through_pdu(35), 1500, "the last PDU is short");
@@ -166,7 +169,11 @@ mod tests {
         let t = |j: u32| 1000 * u64::from(j);
         assert_eq!(r.done_ns(t), 1000 + 2 * 400_000_000);
         r.retx = vec![0, 6, 1];
-        assert_eq!(r.done_ns(t), 1000 + 6 * 400_000_000, "discarded at the failed PDU's time");
+        assert_eq!(
+            r.done_ns(t),
+            1000 + 6 * 400_000_000,
+            "discarded at the failed PDU's time"
+        );
     }
 
     /// P(K = k) = (1 - e^(k+1))^n - (1 - e^k)^n for k < M, and 1 - (1 - e^M)^n discarded.
@@ -197,7 +204,10 @@ mod tests {
             };
             let got = counts[k as usize] as f64 / packets as f64;
             let tol = 5.0 * (want * (1.0 - want) / packets as f64).sqrt() + 1e-4;
-            assert!((got - want).abs() < tol, "k = {k}: {got} vs {want} (tol {tol})");
+            assert!(
+                (got - want).abs() < tol,
+                "k = {k}: {got} vs {want} (tol {tol})"
+            );
         }
     }
 

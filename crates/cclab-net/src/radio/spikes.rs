@@ -154,7 +154,11 @@ mod tests {
         let mut p = process(1.0, 500, 500, 3);
         let mut probe = p.clone();
         let (s, e) = probe.fade_after(0).unwrap();
-        assert_eq!(e - s, 500 * NS_PER_MS, "min = mean: every fade is the minimum");
+        assert_eq!(
+            e - s,
+            500 * NS_PER_MS,
+            "min = mean: every fade is the minimum"
+        );
         let fresh = p.clone();
         if s > 0 {
             assert_eq!(fresh.clone().hold(s - 1), s - 1);
