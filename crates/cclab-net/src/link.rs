@@ -671,7 +671,7 @@ impl<P: NetPacket> Link<P> {
     #[inline]
     pub fn pop_arrived(&mut self, now_ns: u64) -> Option<P> {
         if self.aqm.is_some() || self.radio.is_some() {
-            return self.pop_arrived_aqm(now_ns);
+            return self.pop_arrived_late(now_ns);
         }
         if self.fifo.front()?.arrival_ns > now_ns.max(self.now_ns) {
             return None;
@@ -696,7 +696,7 @@ impl<P: NetPacket> Link<P> {
     /// was).
     #[cold]
     #[inline(never)]
-    fn pop_arrived_aqm(&mut self, now_ns: u64) -> Option<P> {
+    fn pop_arrived_late(&mut self, now_ns: u64) -> Option<P> {
         let now = self.catch_up(now_ns);
         let e = loop {
             if self.fifo.front()?.arrival_ns > now {

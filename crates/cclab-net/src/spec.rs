@@ -97,7 +97,19 @@ impl RadioSpec {
                 check_nonneg(&format!("{path}.{name}"), v)?;
             }
         }
-        self.radio_config().validate().map_err(|e| match e {
+        let c = self.radio_config();
+        if c.spike_duration_mean_ns < c.spike_duration_min_ns {
+            let ms = |ns: u64| ns as f64 / NS_PER_MS as f64;
+            return Err(NetError::field(
+                format!("{path}.spike_duration_mean_ms"),
+                format!(
+                    "{} is not accepted: at least spike_duration_min_ms ({})",
+                    ms(c.spike_duration_mean_ns),
+                    ms(c.spike_duration_min_ns)
+                ),
+            ));
+        }
+        c.validate().map_err(|e| match e {
             NetError::InvalidField {
                 field,
                 value,
@@ -106,10 +118,8 @@ impl RadioSpec {
                 // The config's names in ns back to the scenario's in ms.
                 let field = match field.as_str() {
                     "rlc_retx_interval_ns" => "rlc_retx_interval_ms".to_string(),
-                    "spike_duration_mean_ns" => "spike_duration_mean_ms".to_string(),
                     f => f.replacen("pdu_loss", "pdu_loss_model", 1),
                 };
-                let accepted = accepted.replace("_ns", "_ms");
                 NetError::field(
                     format!("{path}.{field}"),
                     format!("{value} is not accepted: {accepted}"),
@@ -487,7 +497,17 @@ mod tests {
             ..RadioSpec::default()
         });
         assert_eq!(field, "links[0].reverse.radio.spike_duration_mean_ms");
-        assert!(msg.contains("spike_duration_min_ms"), "{msg}");
+        assert_eq!(
+            msg,
+            "100 is not accepted: at least spike_duration_min_ms (500)"
+        );
+        // Against the preset's minimum (300 ms) too.
+        let (field, _) = f(RadioSpec {
+            mobility: Some(Mobility::Car),
+            spike_duration_mean_ms: Some(200.0),
+            ..RadioSpec::default()
+        });
+        assert_eq!(field, "links[0].reverse.radio.spike_duration_mean_ms");
         let (field, _) = f(RadioSpec {
             pdu_loss_model: Some(LossModel::Bernoulli { p: 2.0 }),
             ..RadioSpec::default()
