@@ -326,7 +326,7 @@ impl<P: NetPacket> Link<P> {
                 s
             };
             Box::new(RadioLink {
-                rlc: Rlc::new(r, sub(RLC_STREAM)),
+                rlc: Rlc::new(r, cfg.capacity.as_ref(), sub(RLC_STREAM)),
                 spikes: SpikeProcess::new(r, sub(SPIKE_STREAM)),
                 dropped: VecDeque::new(),
             })

@@ -8,7 +8,8 @@
 //! RLC SDU) is cut into `ceil(bytes / pdu_bytes)` PDUs. Every transmission of a PDU is hit by
 //! the PDU error process (a [`LossModel`], Bernoulli or Gilbert-Elliott, stepped once per PDU
 //! transmission); a PDU in error is sent again one retransmission interval later, at most
-//! `max_dat - 1` times (MaxDAT transmissions in all). A packet is complete when its last PDU
+//! `max_dat - 1` times (MaxDAT transmissions in all); a retransmission's error is drawn as the
+//! channel is one interval later ([`rlc`] says how). A packet is complete when its last PDU
 //! gets through; it is handed on in sequence (never before the packets ahead of it); a packet
 //! one of whose PDUs fails all MaxDAT transmissions is discarded (counted as
 //! `dropped_rlc_pkts`) at the time the next transmission would have been due, and packets
@@ -20,8 +21,8 @@
 //! (when it is first sent), where the bearer sends each retransmission one interval later, in
 //! front of newer PDUs. So total work and throughput are exact, but a packet that follows a
 //! retransmitting one is delayed up to an interval early rather than late. The errors of one
-//! packet's PDUs are drawn when the packet starts its transmission, PDU by PDU (each PDU's
-//! attempts in a row), from the link's RLC stream.
+//! packet's PDUs are drawn when the packet starts its transmission, PDU by PDU, from the
+//! link's RLC streams.
 //!
 //! **Random delay spikes** ([`spikes`]): an alternating renewal process of fades. While the
 //! radio is up, a fade starts at rate `spike_rate_per_s` (exponential gaps); a fade lasts
