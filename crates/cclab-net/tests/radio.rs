@@ -249,3 +249,38 @@ fn nothing_is_delivered_during_a_spike_and_both_directions_stall_together() {
         assert!(held > 100, "packets held to the end of a fade: {held}");
     }
 }
+
+#[test]
+fn each_pdu_is_timed_from_its_own_first_transmission_and_delivery_waits_in_sequence() {
+    // Gilbert-Elliott errors that flip state at every first transmission (Bad, Good, Bad, ...)
+    // and a retransmission that always gets through (457 slots per interval, an odd number of
+    // steps of a chain with 1 - p_gb - p_bg = -1, from Bad: Good). Packet 0 (126 B, PDUs 0-2)
+    // loses PDUs 0 and 2 once; packet 1 (42 B, one PDU) gets through at once.
+    let radio = RadioConfig {
+        pdu_loss: LossModel::GilbertElliott {
+            p_good_bad: 1.0,
+            p_bad_good: 1.0,
+            loss_good: 0.0,
+            loss_bad: 1.0,
+        },
+        ..RadioConfig::default()
+    };
+    let mut l = radio_link(radio, 7);
+    l.enqueue(0, P(0, 126)).unwrap();
+    l.enqueue(0, P(1, 42)).unwrap();
+    let tx = |bytes| Capacity::tx_time_ns(RATE_BPS, bytes);
+    // Packet 0 holds the bearer for 126 B + 2 PDUs resent = 210 B.
+    assert_eq!(l.stats().tx_bytes, 210 + 42);
+    assert_eq!(l.queue_pkts(tx(210) - 1), 2);
+    assert_eq!(l.queue_pkts(tx(210)), 1);
+    // Its last PDU (first sent at tx(126)) is through one interval later; PDU 0's retry, at
+    // tx(42) + R, came earlier.
+    let arrival0 = tx(126) + R_NS + 150 * MS;
+    assert_eq!(l.next_arrival_ns(), Some(arrival0));
+    assert!(l.pop_arrived(arrival0 - 1).is_none());
+    // Packet 1 was through at tx(210) + tx(42), long before, but is handed on only after it.
+    assert_eq!(l.pop_arrived(arrival0), Some(P(0, 126)));
+    assert_eq!(l.next_arrival_ns(), Some(arrival0));
+    assert_eq!(l.pop_arrived(arrival0), Some(P(1, 42)));
+    assert!(l.is_empty());
+}
