@@ -9,11 +9,16 @@ use serde_json::{json, Value};
 /// A CUBIC bulk flow down a 3G link whose data direction has `radio` (scenario fields) and
 /// whose ACK direction has `rev_radio`.
 fn three_g(radio: Value, rev_radio: Value, duration_s: f64, seed: u64) -> cclab_sim::RunOutput {
-    let mut v = Dumbbell::new(384_000, 300.0)
+    let path = Dumbbell::new(384_000, 300.0)
         .duration_s(duration_s)
-        .seed(seed)
-        .flow(Flow::new("cubic"))
-        .to_json();
+        .seed(seed);
+    three_g_on(path.flow(Flow::new("cubic")), radio, rev_radio)
+}
+
+/// `path` (a dumbbell of 384 kbit/s with its flows) made the 3G link: 64 kbit/s up, `radio`
+/// on the data direction and `rev_radio` on the ACKs'.
+fn three_g_on(path: Dumbbell, radio: Value, rev_radio: Value) -> cclab_sim::RunOutput {
+    let mut v = path.to_json();
     v["bottleneck"]["fwd"]["radio"] = radio;
     v["bottleneck"]["rev"]["radio"] = rev_radio;
     v["bottleneck"]["rev"]["rate_bps"] = json!(64_000);
@@ -106,4 +111,30 @@ fn mobility_presets_run_and_repeat_bit_for_bit() {
     assert_eq!(a, run(3));
     assert_ne!(a, run(4));
     assert!(a.0[0].delivered_pkts > 1000, "{:?}", a.0[0]);
+}
+
+#[test]
+fn fades_stall_both_directions_and_cause_spurious_timeouts() {
+    // Error-free PDUs, fades of exactly 5 s about every 20 s of radio-up time; a window of at
+    // most 20 packets (the queue never overflows, the RTT stays near 1 s): the flow times out
+    // in fades although the link loses nothing, and the timeouts are found spurious once the
+    // held packets and ACKs arrive.
+    let radio = json!({"spike_rate_per_s": 0.05, "spike_duration_min_ms": 5000,
+                       "spike_duration_mean_ms": 5000});
+    let path = Dumbbell::new(384_000, 300.0)
+        .duration_s(300.0)
+        .seed(5)
+        .flow(Flow::new("cubic").max_cwnd_pkts(20));
+    let out = three_g_on(path, radio.clone(), radio);
+    for l in &out.link_stats {
+        assert_eq!(l.counters.dropped_pkts(), 0, "{l:?}");
+    }
+    let f = &out.flow_stats[0];
+    assert!(f.rto_count >= 5, "{f:?}");
+    assert!(f.undo_count >= f.rto_count / 2, "{f:?}");
+    // Nothing reaches either end during a fade: the longest gap between ACK-driven rows of
+    // the flow trace is at least a fade long.
+    let t = &out.flows.t_s;
+    let longest = t.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max);
+    assert!(longest >= 4.9, "{longest}");
 }
