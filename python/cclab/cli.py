@@ -156,9 +156,15 @@ def run(scenario: str, out_dir: str | None, seed: int | None, sets: tuple[str, .
     for col in ("flow", "cc", "goodput (Mbps)", "retrans (pkts)", "RTOs", "fast rexmits"):
         t.add_column(col, justify="right" if col != "flow" else "left")
     for f, st in zip(sc.flows, res.summary["flows"]):
-        t.add_row(str(f.name), f.cc, f"{st['goodput_bps'] / 1e6:.3f}", str(st["retrans_pkts"]),
-                  str(st["rto_count"]), str(st["fast_retransmit_count"]))
+        t.add_row(str(f.name), "udp" if f.transport == "udp" else f.cc, f"{st['goodput_bps'] / 1e6:.3f}",
+                  str(st["retrans_pkts"]), str(st["rto_count"]), str(st["fast_retransmit_count"]))
     out.print(t)
+    for f, st in zip(sc.flows, res.summary["flows"]):
+        if "udp" in st:
+            u = st["udp"]
+            owd = "" if u["owd_p50_ms"] is None else f", one-way delay p50 {u['owd_p50_ms']:.1f} ms, p99 {u['owd_p99_ms']:.1f} ms"
+            out.print(f"{f.name} (udp): sent {u['send_rate_bps'] / 1e6:.3f} Mbit/s, received "
+                      f"{u['receive_rate_bps'] / 1e6:.3f} Mbit/s, loss {100 * u['loss']:.2f} %{owd}")
     run_info = res.summary["run"]
     done = (f"{run_info['events_processed']:,} events in " if "events_processed" in run_info else "ran in ")
     out.print(f"{done}{run_info['wall_time_s']:.2f} s; wrote {', '.join(p.name for p in paths.values())} to {target}/")
@@ -221,9 +227,11 @@ from .cli_infer import infer as _infer  # noqa: E402
 from .cli_kernel import compare as _compare  # noqa: E402
 from .cli_kernel import kernel as _kernel  # noqa: E402
 from .cli_study import study as _study  # noqa: E402
+from .cli_sweep import sweep as _sweep  # noqa: E402
 
 cli.add_command(_infer)
 cli.add_command(_study)
+cli.add_command(_sweep)
 cli.add_command(_kernel)
 cli.add_command(_compare)
 
@@ -235,9 +243,10 @@ def main() -> None:
     except click.exceptions.Abort:
         err.print("interrupted")
         sys.exit(130)
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        sys.exit(130)
+    except KeyboardInterrupt as e:
+        signum = getattr(e, "signum", 2)  # KernelRunStopped carries SIGTERM's or SIGHUP's number
+        err.print("interrupted" if signum == 2 else str(e))
+        sys.exit(128 + signum)
     except click.ClickException as e:
         e.show()
         sys.exit(2)

@@ -36,10 +36,17 @@ def _load(trace: str, fmt: str | None, time_col: str | None, cwnd_col: str | Non
 
     fl: str | int | None = int(flow) if flow is not None and flow.isdigit() else flow
     try:
-        return load_trace(trace, fmt=fmt, time_col=time_col, cwnd_col=cwnd_col, flow=fl)
+        df = load_trace(trace, fmt=fmt, time_col=time_col, cwnd_col=cwnd_col, flow=fl)
     except InputError as e:
         err.print(f"[bold red]error:[/] {e}", highlight=False)
         sys.exit(2)
+    flows = df.attrs.get("flows", [])
+    if len(flows) > 1 and flow is None:
+        err.print(f"judging flow {df.attrs.get('flow')!r}, the first of {len(flows)} ({', '.join(flows)}); "
+                  "pick another with --flow", highlight=False)
+    if df.attrs.get("dropped_rows"):
+        err.print(f"left out {df.attrs['dropped_rows']} row(s) whose time or cwnd is not a finite number", highlight=False)
+    return df
 
 
 @click.group(
@@ -90,13 +97,11 @@ def cubic(trace: str, fmt: str | None, time_col: str | None, cwnd_col: str | Non
     t = Table(title=f"CUBIC parameters of {trace}")
     for col in ("parameter", "estimate", "95 % CI"):
         t.add_column(col)
-    for name in ("c", "beta", "b", "K_s", "wmax_pkts"):
+    for name in ("c", "beta", "b", "K_s", "wmax_pkts") if est.reliable else ("beta",):
         e = getattr(est, name)
         t.add_row(name, f"{e.value:.4g}", f"[{e.ci_low:.4g}, {e.ci_high:.4g}]")
     out.print(t)
-    used = int(est.cycles["fit_ok"].sum()) if "fit_ok" in est.cycles else 0
-    out.print(f"{len(est.cycles)} cycles found, {used} usable (seen past their plateau)"
-              + (f"; window cap at {est.cap_pkts:g} packets" if est.cap_pkts else ""))
+    out.print(est.note)
 
 
 @infer.command(

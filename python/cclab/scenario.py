@@ -18,7 +18,7 @@ from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, Validati
                       model_validator)
 
 from ._errors import ScenarioError
-from .units import UnitError, parse_quantity, unit_of_field
+from .units import UnitError, parse_quantity, shown_value, unit_of_field
 
 __all__ = [
     "Scenario",
@@ -50,6 +50,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _takes_bool(annotation: Any) -> bool:
+    """Whether a field's type admits a bool (``bool``, ``bool | None``, ``dict[str, bool | int]``)."""
+    from typing import get_args
+
+    if annotation is bool:
+        return True
+    return any(_takes_bool(a) for a in get_args(annotation))
+
+
 class _Model(_Strict):
     """Strict base whose fields named with a unit (``delay_ms``) accept unit strings."""
 
@@ -57,6 +66,8 @@ class _Model(_Strict):
     @classmethod
     def _parse_units(cls, v: Any, info: Any) -> Any:
         name = info.field_name
+        if isinstance(v, bool) and name in cls.model_fields and not _takes_bool(cls.model_fields[name].annotation):
+            raise ValueError(f"{str(v).lower()} is not accepted: a number, not true/false")
         if name and unit_of_field(name) and isinstance(v, (str, float)):
             return parse_quantity(v, name)
         return v
@@ -494,12 +505,26 @@ class NetLink(Duplex):
     endpoints: list[str] = Field(min_length=2, max_length=2)
 
 
+#: The fields of a TCP flow that a UDP flow does not take.
+_TCP_ONLY = ("cc", "cc_params", "mss_bytes", "initial_cwnd_pkts", "max_cwnd_pkts", "rwnd_bytes", "sack",
+             "timestamps", "delayed_ack", "frto", "tlp", "ack_counting", "rto_min_ms", "rto_initial_ms",
+             "rto_max_ms", "ecn", "reverse_path")
+
+
 class Flow(_Model):
-    """One TCP flow (docs/scenario.md lists every field)."""
+    """One flow: a TCP connection (the default), or with ``transport = "udp"`` a constant-bit-rate
+    UDP stream of ``payload_bytes`` datagrams at ``rate_bps`` (docs/scenario.md lists every field)."""
 
     name: str | None = None
     sender: str | None = None
     receiver: str | None = None
+    #: "tcp" or "udp" (a constant-bit-rate stream: ``rate_bps``, ``payload_bytes``; no TCP field
+    #: applies to it).
+    transport: Literal["tcp", "udp"] = "tcp"
+    #: UDP only: the application's (payload) sending rate, as iperf3's -b ("10Mbps" accepted).
+    rate_bps: float | None = Field(default=None, gt=0)
+    #: UDP only: each datagram's payload, as iperf3's -l; the IP packet is 28 bytes more.
+    payload_bytes: int = Field(default=1472, ge=1, le=65507)
     cc: str = "cubic"
     cc_params: dict[str, bool | int | float] = Field(default_factory=dict)
     start_s: float = Field(default=0.0, ge=0)
@@ -529,6 +554,20 @@ class Flow(_Model):
     #: General form: the nodes the ACKs cross, receiver first; default: ``path`` reversed if
     #: given, else the routing table.
     reverse_path: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _transport_fields(self) -> "Flow":
+        if self.transport == "udp":
+            if self.rate_bps is None:
+                raise ValueError("a UDP flow needs rate_bps (its sending rate)")
+            tcp_only = sorted(set(_TCP_ONLY) & self.model_fields_set)
+            if tcp_only:
+                raise ValueError(f"TCP settings, not for a UDP flow: {', '.join(tcp_only)}")
+        else:
+            for k in ("rate_bps", "payload_bytes"):
+                if k in self.model_fields_set:
+                    raise ValueError(f'{k} is only for transport = "udp" (a TCP flow\'s rate is its congestion control\'s)')
+        return self
 
     @model_validator(mode="after")
     def _rto_order(self) -> "Flow":
@@ -676,6 +715,10 @@ class Scenario(_Model):
 
     @model_validator(mode="after")
     def _references(self) -> "Scenario":
+        for i, f in enumerate(self.flows):
+            if f.start_s >= self.duration_s:
+                raise ValueError(f"flows[{i}].start_s: {f.start_s:g} s is not before the run's end (duration_s = "
+                                 f"{self.duration_s:g}): the flow would never start")
         general = bool(self.nodes or self.links or self.media)
         if self.bottleneck is not None and general:
             raise ValueError("nodes: give either the dumbbell (bottleneck, senders, receivers) or the general form "
@@ -841,6 +884,10 @@ class Scenario(_Model):
         flows = []
         for f in self.flows:
             d = f.model_dump()
+            if f.transport == "udp":
+                d["rate_bps"] = int(round(f.rate_bps or 0))
+            else:
+                d.pop("rate_bps")
             if self.bottleneck is not None:  # the dumbbell's flows have no paths
                 d.pop("path")
                 d.pop("reverse_path")
@@ -910,7 +957,7 @@ def _problems(err: ValidationError, model: type[BaseModel]) -> list[tuple[str, s
         elif e["type"] == "missing":
             msg = "required"
         elif "input" in e and e["type"] not in ("value_error", "model_type"):
-            msg = f"{e['input']!r} is not accepted: {msg}"
+            msg = f"{shown_value(e['input'])} is not accepted: {msg}"
         # Messages that already carry their own path (cross-field checks).
         m = re.match(r"^([\w\[\].]+): (.*)$", msg, re.S)
         if m and ("[" in m.group(1) or m.group(1) in ("bottleneck", "flows", "senders", "receivers", "nodes", "links", "media",

@@ -6,14 +6,16 @@ number is taken in that unit, a string may use any unit of the same dimension.
 
 from __future__ import annotations
 
+import math
 import re
 
-__all__ = ["UnitError", "parse_quantity", "unit_of_field", "TIME_UNITS", "RATE_UNITS", "SIZE_UNITS"]
+__all__ = ["UnitError", "parse_quantity", "shown_value", "unit_of_field", "TIME_UNITS", "RATE_UNITS", "SIZE_UNITS"]
 
 #: seconds per unit
 TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 #: bits per second per unit
-RATE_UNITS = {"bps": 1.0, "Kbps": 1e3, "kbps": 1e3, "Mbps": 1e6, "Gbps": 1e9}
+RATE_UNITS = {"bps": 1.0, "Kbps": 1e3, "kbps": 1e3, "Mbps": 1e6, "Gbps": 1e9,
+              "bit/s": 1.0, "kbit/s": 1e3, "Kbit/s": 1e3, "Mbit/s": 1e6, "Gbit/s": 1e9}
 #: bytes per unit
 SIZE_UNITS = {"B": 1, "KB": 1000, "MB": 1000**2, "GB": 1000**3, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
 
@@ -28,6 +30,13 @@ _SUFFIX = {
 _TABLES = {"time": TIME_UNITS, "rate": RATE_UNITS, "size": SIZE_UNITS}
 _EXAMPLES = {"time": "'25ms', '1.5s', '500us'", "rate": "'64Mbps', '384Kbps'", "size": "'1000B', '64KiB'"}
 _NUM = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z/]*)\s*$")
+
+
+def shown_value(value: object, limit: int = 80) -> str:
+    """A bad value as an error message shows it: its repr, cut to ``limit`` characters (a 100 kB
+    value must not make a 100 kB message)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 20]}... ({len(text)} characters)"
 
 
 class UnitError(ValueError):
@@ -57,20 +66,24 @@ def parse_quantity(value: object, field: str) -> float:
     name = field.rsplit(".", 1)[-1]
     accepted = f"accepted: a number of {name.rsplit('_', 1)[-1]} or a string like {_EXAMPLES[dim]}"
     if isinstance(value, bool):
-        raise UnitError(f"{field}: {value!r} is not a {dim}; {accepted}")
+        raise UnitError(f"{field}: {shown_value(value)} is not a {dim}; {accepted}")
     if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise UnitError(f"{field}: {shown_value(value)} is not accepted: a finite number")
         return float(value)
     if not isinstance(value, str):
-        raise UnitError(f"{field}: {value!r} is not a {dim}; {accepted}")
+        raise UnitError(f"{field}: {shown_value(value)} is not a {dim}; {accepted}")
     m = _NUM.match(value)
     if not m:
-        raise UnitError(f"{field}: {value!r} is not a {dim}; {accepted}")
+        raise UnitError(f"{field}: {shown_value(value)} is not a {dim}; {accepted}")
     number, unit = float(m.group(1)), m.group(2)
+    if not math.isfinite(number):
+        raise UnitError(f"{field}: {shown_value(value)} is not accepted: a finite number (this one overflows)")
     if unit == "":
         return number
     table = _TABLES[dim]
     if unit not in table:
         raise UnitError(
-            f"{field}: {value!r} has unit {unit!r}, not a {dim} unit; accepted units: {', '.join(table)}"
+            f"{field}: {shown_value(value)} has unit {unit!r}, not a {dim} unit; accepted units: {', '.join(table)}"
         )
     return number * table[unit] / field_unit

@@ -14,7 +14,7 @@ def runner():
     return CliRunner()
 
 
-@pytest.mark.parametrize("args", [[], ["run"], ["validate"], ["presets"]])
+@pytest.mark.parametrize("args", [[], ["run"], ["validate"], ["presets"], ["sweep"]])
 def test_help_shows_examples(runner, args):
     r = runner.invoke(cli, [*args, "--help"])
     assert r.exit_code == 0
@@ -63,3 +63,30 @@ def test_presets_lists_algorithms(runner):
     assert r.exit_code == 0
     for name in ("cubic", "reno", "cubic-ios", "s0-25ms"):
         assert name in r.output
+
+
+@needs_core
+def test_sweep_runs_a_grid_summarises_and_resumes_from_its_cache(runner, tmp_path):
+    args = ["sweep", "s0-25ms", "--grid", "bottleneck.loss=1e-3,1e-2", "--reps", "2", "--set", "duration_s=3",
+            "--jobs", "1", "-o", str(tmp_path)]
+    r = runner.invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    import pandas as pd
+
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    runs = pd.read_parquet(tmp_path / "runs.parquet")
+    assert list(summary["bottleneck.loss"]) == [1e-3, 1e-2] and list(summary["n"]) == [2, 2]
+    assert len(runs) == 4 and runs["ok"].all() and runs["seed"].nunique() == 2
+    # More loss, less goodput; the table shows it in Mbit/s.
+    assert summary["goodput_bps_mean"].iloc[0] > summary["goodput_bps_mean"].iloc[1]
+    assert "Mbit/s" in r.output and "4 runs (0 from the cache)" in r.output
+    again = runner.invoke(cli, args)
+    assert again.exit_code == 0 and "4 runs (4 from the cache)" in again.output
+
+
+def test_sweep_refuses_a_bad_grid_before_running(runner, tmp_path):
+    r = runner.invoke(cli, ["sweep", "s0-25ms", "--grid", "bottleneck.loss=1e-3,7", "-o", str(tmp_path)])
+    assert r.exit_code == 2 and "bottleneck.loss" in r.output
+    r = runner.invoke(cli, ["sweep", "s0-25ms", "--grid", "bottleneck.loss", "-o", str(tmp_path)])
+    assert r.exit_code == 2 and "--grid" in r.output
+    assert not (tmp_path / "runs.csv").exists()

@@ -250,3 +250,102 @@ def test_cli_infer_json_and_plot(tmp_path):
     assert (tmp_path / "figs" / "cubic_fit.png").stat().st_size > 10_000
     r = run("cubic", str(TRACES / "cubic_20M_200ms_q500.csv"), "--cwnd-col", "nope")
     assert r.returncode == 2 and "nope" in r.stderr
+
+
+@needs_traces
+@pytest.mark.parametrize("name", ["bbr_20M_200ms_q500", "cubic_10M_50ms_p1e-3", "reno_10M_50ms_p1e-3"])
+def test_naming_the_columns_keeps_the_other_fields(name):
+    """--time-col/--cwnd-col on a TCP_INFO CSV: the RTTs, ssthresh and state stay, so the
+    classifier sees the same features and names the same algorithm."""
+    f = TRACES / f"{name}.csv"
+    named = infer.load_trace(f, time_col="t", cwnd_col="snd_cwnd")
+    plain = infer.load_trace(f)
+    assert {"srtt_ms", "min_rtt_ms", "ssthresh_pkts", "ca_state"} <= set(named.columns)
+    pd.testing.assert_frame_equal(named[plain.columns], plain)
+    assert infer.identify(named).algorithm == infer.identify(f).algorithm == name.split("_")[0]
+
+
+@needs_core
+def test_too_few_usable_cycles_give_no_estimate_and_say_why(tmp_path):
+    """The README's example: S0's 25 ms path with its 200-packet window cap, where CUBIC's
+    plateau is seldom reached before the cap: no c is reported, and the note says why."""
+    r = cclab.simulate(cclab.load_scenario("s0-25ms", duration_s=30))
+    est = infer.estimate_cubic(r.flows)
+    assert not est.reliable
+    assert "no reliable estimate" in est.note and "window cap at 200" in est.note
+    assert "held at the window cap" in est.note
+    d = est.to_dict()
+    assert d["reliable"] is False and d["c"]["value"] is None and d["beta"]["value"] is not None
+    path = tmp_path / "traces.parquet"
+    r.flows.to_parquet(path)
+    out = subprocess.run([sys.executable, "-m", "cclab", "infer", "cubic", str(path)], capture_output=True,
+                         text=True, check=True).stdout
+    assert "no reliable estimate" in out and "beta" in out
+    assert "wmax_pkts" not in out and "K_s" not in out
+
+
+@needs_core
+@pytest.mark.parametrize(("rtt_ms", "queue_bdp"), [(200, 3), (550, 2)])
+def test_cubic_estimate_corrects_the_windows_lag_behind_the_curve(rtt_ms, queue_bdp):
+    """With a deep queue the window trails CUBIC's curve by the queueing delay (bictcp_update
+    aims at W(t + delay_min) and closes the gap over a round trip), which reads c low; the
+    estimator shifts each sample by srtt - min RTT. Without the RTT columns it cannot."""
+    bdp = 300
+    r = cclab.simulate({"name": "lag", "duration_s": 150, "sim": {"trace": "interval", "trace_interval_ms": 10},
+                        "bottleneck": {"rate_bps": bdp * 1500 * 8 / (rtt_ms / 1000), "delay_ms": rtt_ms / 2,
+                                       "queue_pkts": bdp * queue_bdp},
+                        "flows": [{"cc": "cubic"}]})
+    f = infer.load_trace(r.flows)
+    with_lag = infer.estimate_cubic(f).c.value
+    without = infer.estimate_cubic(f.drop(columns=["srtt_ms"])).c.value
+    assert abs(with_lag - 0.4) < abs(without - 0.4)
+    assert without < 0.4 * 0.98  # the lag reads c low
+    assert abs(with_lag - 0.4) / 0.4 < 0.035
+
+
+@needs_traces
+def test_kernel_cubic_c_with_the_lag_model():
+    est = infer.estimate_cubic(TRACES / "cubic_20M_200ms_q500.csv")
+    assert abs(est.c.value - 410 / 1024) / (410 / 1024) < 0.01
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("t,cwnd\n", "0 usable row"),
+        ("t,cwnd\n0.0,10\n", "1 usable row"),
+        ("t,cwnd\n0.0,10\n0.1,-3\n0.2,12\n", "cwnd_pkts: a negative cwnd (-3)"),
+        ("t,cwnd\nnan,10\n0.1,inf\n", "0 usable row"),
+        ("a,b\n1,2\n3,4\n", "no time column found (looked for t_s, time_s, time, t); name it with --time-col"),
+    ],
+)
+def test_traces_that_cannot_be_judged_are_refused(tmp_path, text, needle):
+    p = tmp_path / "t.csv"
+    p.write_text(text)
+    with pytest.raises(infer.InputError, match=None) as e:
+        infer.load_trace(p)
+    assert needle in str(e.value)
+    r = subprocess.run([sys.executable, "-m", "cclab", "infer", "algo", str(p)], capture_output=True, text=True)
+    assert r.returncode == 2 and needle.split("(")[0].strip() in " ".join(r.stderr.split())
+
+
+def test_short_and_non_finite_traces(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_text("t,cwnd\n" + "".join(f"{i / 10},{10 + i}\n" for i in range(20)) + "nan,5\n")
+    df = infer.load_trace(p)
+    assert len(df) == 20 and df.attrs["dropped_rows"] == 1
+    with pytest.raises(ValueError, match="too short to judge: 20 samples"):
+        infer.identify(df)
+
+
+@needs_core
+def test_a_two_flow_trace_says_which_flow_it_judges(tmp_path):
+    r = cclab.simulate({"name": "two", "duration_s": 5, "bottleneck": {"rate_bps": "20Mbps", "delay_ms": 10},
+                        "flows": [{"name": "a"}, {"name": "b", "cc": "reno"}]})
+    p = tmp_path / "traces.parquet"
+    r.flows.to_parquet(p)
+    out = subprocess.run([sys.executable, "-m", "cclab", "infer", "algo", str(p)], capture_output=True, text=True)
+    assert "judging flow 'a', the first of 2 (a, b); pick another with --flow" in " ".join(out.stderr.split())
+    out = subprocess.run([sys.executable, "-m", "cclab", "infer", "algo", str(p), "--flow", "b"], capture_output=True,
+                         text=True)
+    assert "judging" not in out.stderr

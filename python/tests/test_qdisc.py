@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import cclab
+from cclab.result import jain_index
 from cclab.scenario import ScenarioError, load_scenario
 
 from .conftest import needs_core
@@ -71,7 +72,7 @@ def test_fq_codel_shares_equally_between_flows_of_different_rtt():
     assert near > 1.8 * far
     near, far = run("fq_codel")
     assert far == pytest.approx(near, rel=0.2), (near, far)
-    assert cclab.result.jain_index([near, far]) > 0.98
+    assert jain_index([near, far]) > 0.98
 
 
 def test_parking_lot_with_fair_queuing_meets_max_min_fairness():

@@ -131,3 +131,23 @@ def test_capacity_trace_is_read_relative_to_the_file(tmp_path):
     core = load_scenario(f).to_core_dict()
     assert core["bottleneck"]["fwd"]["capacity_trace_text"] == "1\n2\n3\n"
     assert core["bottleneck"]["fwd"]["rate_bps"] is None
+
+
+def test_papercuts_from_trying_odd_values():
+    """Issue 18's findings: true for a number, an overflowing quantity, a flow that never starts,
+    a 100 kB bad value, and the unit the figures are labelled in."""
+    assert load_scenario(base(start_s=0)).bottleneck.rate_bps == 10e6
+    assert load_scenario({**base(), "bottleneck": {"rate_bps": "10Mbit/s"}}).bottleneck.rate_bps == 10e6
+    p = problems({**base(), "bottleneck": {"rate_bps": "10Mbps", "loss": True}})
+    assert p == {"bottleneck.loss": "true is not accepted: a number, not true/false"}
+    assert "start_s" in " ".join(problems(base(start_s=True)))
+    p = problems({**base(), "bottleneck": {"rate_bps": "1e400Mbps"}})
+    assert "finite" in p["bottleneck.rate_bps"]
+    p = problems(base(start_s=10))
+    assert "not before the run's end" in p["flows[0].start_s"]
+    p = problems(base(cc="x" * 100_000))
+    assert len(p["flows[0].cc"]) < 400
+    p = problems(base(mss_bytes="y" * 100_000))
+    assert len(p["flows[0].mss_bytes"]) < 400 and "100002 characters" in p["flows[0].mss_bytes"]
+    # Booleans stay booleans where a field takes them.
+    assert load_scenario(base(sack=False, cc_params={"fast_convergence": True})).flows[0].sack is False

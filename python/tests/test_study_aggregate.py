@@ -23,6 +23,7 @@ def test_failed_runs_are_left_out_and_counted():
     runs = pd.DataFrame({"g": ["a", "a", "a"], "x": [1.0, 3.0, None], "ok": [True, True, False]})
     agg = aggregate(runs, ["g"], ["x"]).set_index("g")
     assert agg.loc["a", "n"] == 2 and agg.loc["a", "n_failed"] == 1 and agg.loc["a", "x_mean"] == 2.0
+    assert agg["n_failed"].dtype.kind == "i"  # a count, not 1.0
 
 
 def test_tables_are_written_as_csv_and_parquet(tmp_path):

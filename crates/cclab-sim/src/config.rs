@@ -167,13 +167,23 @@ pub struct Host {
     pub host: Option<HostSpec>,
 }
 
-/// One TCP flow.
+/// One flow: a TCP connection, or a UDP constant-bit-rate stream (`transport = "udp"`, see
+/// `crate::udp`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowSpec {
     pub name: String,
     pub sender: String,
     pub receiver: String,
+    /// TCP (the default) or UDP.
+    #[serde(default)]
+    pub transport: crate::udp::Transport,
+    /// UDP only: the application's (payload) sending rate, bit/s.
+    #[serde(default)]
+    pub rate_bps: u64,
+    /// UDP only: each datagram's payload (the IP packet is 28 bytes more).
+    #[serde(default = "d_payload")]
+    pub payload_bytes: u32,
     pub cc: String,
     #[serde(default)]
     pub cc_params: Params,
@@ -228,6 +238,9 @@ pub struct FlowSpec {
 fn d_mss() -> u32 {
     1448
 }
+fn d_payload() -> u32 {
+    1472
+}
 fn d_iw() -> u32 {
     10
 }
@@ -242,6 +255,18 @@ fn d_rto_init() -> f64 {
 }
 fn d_rto_max() -> f64 {
     120_000.0
+}
+
+/// A bad text value as an error message shows it: quoted, cut to 60 characters (a 100 kB value
+/// must not make a 100 kB message).
+pub(crate) fn shown(value: &str) -> String {
+    const LIMIT: usize = 60;
+    let n = value.chars().count();
+    if n <= LIMIT {
+        return format!("{value:?}");
+    }
+    let head: String = value.chars().take(LIMIT).collect();
+    format!("{head:?}... ({n} characters)")
 }
 
 fn check_nonneg(field: &str, v: f64) -> Result<(), ConfigError> {
@@ -281,6 +306,40 @@ impl From<NetError> for ConfigError {
             },
             other => err("scenario", other.to_string()),
         }
+    }
+}
+
+impl FlowSpec {
+    /// The UDP fields: a rate and a payload size for a UDP flow, neither for a TCP one.
+    fn check_transport(&self, p: &str) -> Result<(), ConfigError> {
+        use crate::udp::{Transport, MAX_PAYLOAD_BYTES};
+        match self.transport {
+            Transport::Udp => {
+                if self.rate_bps == 0 {
+                    return Err(err(
+                        format!("{p}.rate_bps"),
+                        "a UDP flow needs a sending rate of at least 1 bit/s",
+                    ));
+                }
+                if !(1..=MAX_PAYLOAD_BYTES).contains(&self.payload_bytes) {
+                    return Err(err(
+                        format!("{p}.payload_bytes"),
+                        format!(
+                            "{} is not accepted: 1..{MAX_PAYLOAD_BYTES} (a UDP payload over IPv4)",
+                            self.payload_bytes
+                        ),
+                    ));
+                }
+            }
+            Transport::Tcp if self.rate_bps != 0 => {
+                return Err(err(
+                    format!("{p}.rate_bps"),
+                    "only for transport = \"udp\" (a TCP flow's rate is its congestion control's)",
+                ));
+            }
+            Transport::Tcp => {}
+        }
+        Ok(())
     }
 }
 
@@ -346,6 +405,7 @@ impl Scenario {
                 ));
             }
             check_nonneg(&format!("{p}.start_s"), f.start_s)?;
+            f.check_transport(&p)?;
             for (n, v) in [
                 ("rto_min_ms", f.rto_min_ms),
                 ("rto_initial_ms", f.rto_initial_ms),
@@ -388,7 +448,7 @@ impl Scenario {
         }
     }
 
-    /// The hosts that run the middleware: its `hosts`, or every host that sends a flow; none
+    /// The hosts that run the middleware: its `hosts`, or every host that sends a TCP flow; none
     /// when it is absent or off.
     pub fn middleware_hosts(&self) -> Vec<String> {
         let Some(m) = &self.middleware else {
@@ -396,7 +456,13 @@ impl Scenario {
         };
         self.host_names()
             .into_iter()
-            .filter(|h| m.runs_on(h, self.flows.iter().any(|f| &f.sender == h)))
+            .filter(|h| {
+                let sends_tcp = self
+                    .flows
+                    .iter()
+                    .any(|f| &f.sender == h && f.transport == crate::udp::Transport::Tcp);
+                m.runs_on(h, sends_tcp)
+            })
             .collect()
     }
 

@@ -17,6 +17,8 @@ pub enum Event {
     AppStart(u32),
     /// Host agent `i`'s next action (the S1 middleware: a broadcast, a clamp step).
     Agent(u32),
+    /// UDP application `i` sends its next datagram.
+    UdpSend(u32),
     /// Periodic trace sample.
     Sample,
 }
@@ -28,6 +30,7 @@ const NOT_QUEUED: u32 = u32::MAX;
 pub struct EventQueue {
     n_links: u32,
     n_flows: u32,
+    n_agents: u32,
     /// (deadline ns, sequence number when scheduled, slot) in heap order.
     heap: Vec<(u64, u64, u32)>,
     /// Per slot: its index in `heap`, or `NOT_QUEUED`.
@@ -45,10 +48,17 @@ impl EventQueue {
 
     /// A queue for `n_links` links, `n_flows` flows and `n_agents` host agents.
     pub fn with_agents(n_links: usize, n_flows: usize, n_agents: usize) -> Self {
-        let n = n_links + 3 * n_flows + n_agents + 1;
+        Self::with_sources(n_links, n_flows, n_agents, 0)
+    }
+
+    /// A queue for `n_links` links, `n_flows` TCP flows, `n_agents` host agents and `n_udp` UDP
+    /// applications.
+    pub fn with_sources(n_links: usize, n_flows: usize, n_agents: usize, n_udp: usize) -> Self {
+        let n = n_links + 3 * n_flows + n_agents + n_udp + 1;
         EventQueue {
             n_links: n_links as u32,
             n_flows: n_flows as u32,
+            n_agents: n_agents as u32,
             heap: Vec::with_capacity(n),
             pos: vec![NOT_QUEUED; n],
             seq: 0,
@@ -64,6 +74,9 @@ impl EventQueue {
             Event::ReceiverTimer(f) => l + 3 * f as usize + 1,
             Event::AppStart(f) => l + 3 * f as usize + 2,
             Event::Agent(a) => l + 3 * self.n_flows as usize + a as usize,
+            Event::UdpSend(u) => {
+                l + 3 * self.n_flows as usize + self.n_agents as usize + u as usize
+            }
             Event::Sample => self.pos.len() - 1,
         }
     }
@@ -77,6 +90,10 @@ impl EventQueue {
             return Event::Sample;
         }
         let agents = l + 3 * self.n_flows as usize;
+        let udp = agents + self.n_agents as usize;
+        if slot >= udp {
+            return Event::UdpSend((slot - udp) as u32);
+        }
         if slot >= agents {
             return Event::Agent((slot - agents) as u32);
         }
@@ -236,7 +253,7 @@ mod tests {
 
     #[test]
     fn every_event_has_its_own_slot() {
-        let mut q = EventQueue::with_agents(2, 2, 3);
+        let mut q = EventQueue::with_sources(2, 2, 3, 2);
         let all = [
             Event::LinkArrival(0),
             Event::LinkArrival(1),
@@ -249,6 +266,8 @@ mod tests {
             Event::Agent(0),
             Event::Agent(1),
             Event::Agent(2),
+            Event::UdpSend(0),
+            Event::UdpSend(1),
             Event::Sample,
         ];
         for (i, &e) in all.iter().enumerate() {

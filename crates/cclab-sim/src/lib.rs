@@ -13,7 +13,8 @@
 //!
 //! Layers: `engine` (event queue), `world` (the network and the event loop), `tcp` (protocol),
 //! `cc` (algorithms), `trace` (columnar output), `config` (the scenario as the core reads it),
-//! `middleware` (the S1 cwnd-clamping policy: equations, tables, terminal counting).
+//! `middleware` (the S1 cwnd-clamping policy: equations, tables, terminal counting), `udp` (a
+//! constant-bit-rate UDP application).
 
 mod agents;
 pub mod cc;
@@ -23,6 +24,7 @@ pub mod lower;
 pub mod middleware;
 pub mod tcp;
 pub mod trace;
+pub mod udp;
 pub mod world;
 
 use serde::Serialize;
@@ -79,6 +81,9 @@ pub struct FlowStats {
     pub acks_sent: u64,
     pub start_s: f64,
     pub completion_s: Option<f64>,
+    /// A UDP flow's own results (None for TCP: the key is left out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub udp: Option<udp::UdpStats>,
 }
 
 /// One lane's counters (a link direction, or a medium port's queue), named: cclab-net's

@@ -1,6 +1,6 @@
 //! A simulated network: the scenario lowered (`lower.rs`: the dumbbell or the general form,
-//! routes resolved) and built from `cclab-net` links, TCP senders and receivers, and the event
-//! loop that moves packets link by link along the route each packet carries.
+//! routes resolved) and built from `cclab-net` links, TCP senders and receivers (and UDP
+//! applications, `crate::udp`), and the event loop that moves packets link by link along the route each packet carries.
 
 use crate::cc;
 use crate::config::{ms_to_ns, s_to_ns, ConfigError, Scenario, TraceMode};
@@ -13,6 +13,7 @@ use crate::tcp::segment::{
 };
 use crate::tcp::sender::{Sender, SenderConfig};
 use crate::trace::{EventTrace, FlowTrace, LinkTrace};
+use crate::udp::{CbrSender, Transport, UdpReceiver, UdpStats, UDP_IP_HEADER_BYTES};
 use crate::{RunOutput, SimError};
 use cclab_net::medium::Medium;
 
@@ -50,7 +51,7 @@ impl NetPacket for Packet {
     fn ecn(&self) -> Ecn {
         match &self.seg {
             Segment::Data(d) => d.ecn,
-            Segment::Ack(_) => Ecn::NotEct,
+            Segment::Ack(_) | Segment::Udp(_) => Ecn::NotEct,
         }
     }
     fn set_ce(&mut self) {
@@ -81,7 +82,10 @@ struct LinkSlot {
     local_drops: Vec<u64>,
 }
 
+/// A TCP flow.
 struct FlowSlot {
+    /// Its index in the scenario's flows (the traces' `flow`).
+    id: u32,
     name: String,
     sender: Sender,
     receiver: Receiver,
@@ -97,6 +101,20 @@ struct FlowSlot {
     device: Option<InterfaceQueue>,
     /// The sender's local drops already counted on its device.
     local_drops_seen: u64,
+}
+
+/// A UDP flow: its application at each end.
+struct UdpSlot {
+    /// Its index in the scenario's flows.
+    id: u32,
+    name: String,
+    /// Index in `World::routes` of its datagrams' links.
+    route: u32,
+    start_ns: u64,
+    tx: CbrSender,
+    rx: UdpReceiver,
+    /// Its datagrams the network dropped.
+    dropped_pkts: u64,
 }
 
 /// Where a sender's packets wait below TCP (see [`crate::tcp::tsq`]).
@@ -121,6 +139,7 @@ pub struct World {
     /// Per flow, the names of the links its data and its ACKs cross (for the summary).
     paths: Vec<crate::FlowPath>,
     flows: Vec<FlowSlot>,
+    udp: Vec<UdpSlot>,
     q: EventQueue,
     flow_trace: FlowTrace,
     link_trace: LinkTrace,
@@ -233,9 +252,22 @@ impl World {
         };
         let hz = sc.sim.kernel_hz;
         let mut flows = Vec::new();
+        let mut udp = Vec::new();
         let mut routes = Vec::with_capacity(2 * sc.flows.len());
         let agent_hosts = sc.middleware_hosts();
-        let mut q = EventQueue::with_agents(links.len(), sc.flows.len(), agent_hosts.len());
+        let n_udp = sc
+            .flows
+            .iter()
+            .filter(|f| f.transport == Transport::Udp)
+            .count();
+        let mut q = EventQueue::with_sources(
+            links.len(),
+            sc.flows.len() - n_udp,
+            agent_hosts.len(),
+            n_udp,
+        );
+        // Per scenario flow, its TCP slot (None: a UDP flow).
+        let mut tcp_slot: Vec<Option<u32>> = Vec::with_capacity(sc.flows.len());
         for (i, ((f, r), (fwd, rev))) in sc
             .flows
             .iter()
@@ -249,6 +281,22 @@ impl World {
             let fwd_route = routes.len() as u32;
             routes.push(fwd.clone());
             routes.push(rev.clone());
+            if f.transport == Transport::Udp {
+                let start_ns = s_to_ns(f.start_s);
+                q.push(start_ns, Event::UdpSend(udp.len() as u32));
+                udp.push(UdpSlot {
+                    id: i as u32,
+                    name: f.name.clone(),
+                    route: fwd_route,
+                    start_ns,
+                    tx: CbrSender::new(f.rate_bps, f.payload_bytes, start_ns, f.size_bytes),
+                    rx: UdpReceiver::default(),
+                    dropped_pkts: 0,
+                });
+                tcp_slot.push(None);
+                continue;
+            }
+            tcp_slot.push(Some(flows.len() as u32));
             let stack = net.stacks.get(&f.sender).copied().unwrap_or_default();
             let size_bytes = if f.size_bytes == 0 {
                 u64::MAX
@@ -330,8 +378,9 @@ impl World {
                 ecn,
             });
             let start_ns = s_to_ns(f.start_s);
-            q.push(start_ns, Event::AppStart(i as u32));
+            q.push(start_ns, Event::AppStart(flows.len() as u32));
             flows.push(FlowSlot {
+                id: i as u32,
                 name: f.name.clone(),
                 sender,
                 receiver,
@@ -356,12 +405,13 @@ impl World {
                     .iter()
                     .enumerate()
                     .map(|(i, host)| {
-                        let own: Vec<u32> = (0..sc.flows.len() as u32)
-                            .filter(|&f| &sc.flows[f as usize].sender == host)
+                        // Its TCP connections (scenario indices).
+                        let own: Vec<usize> = (0..sc.flows.len())
+                            .filter(|&f| &sc.flows[f].sender == host && tcp_slot[f].is_some())
                             .collect();
                         // The medium its first flow's data enters (after its device, if any).
                         let medium = own.first().and_then(|&f| {
-                            full_routes[f as usize]
+                            full_routes[f]
                                 .0
                                 .iter()
                                 .find(|h| media.contains(&h.element))
@@ -375,7 +425,7 @@ impl World {
                         q.push(phase, Event::Agent(i as u32));
                         Terminal {
                             host: host.clone(),
-                            flows: own,
+                            flows: own.iter().filter_map(|&f| tcp_slot[f]).collect(),
                             counter: TerminalCounter::new(i as u64, spec.count_window_ns()),
                             medium,
                             on_air,
@@ -407,6 +457,7 @@ impl World {
             routes,
             paths,
             flows,
+            udp,
             q,
             flow_trace: FlowTrace::default(),
             link_trace: LinkTrace::default(),
@@ -443,6 +494,7 @@ impl World {
                     self.after_sender(t, f, false);
                 }
                 Event::Agent(a) => self.on_agent(t, a),
+                Event::UdpSend(u) => self.on_udp_send(t, u),
                 Event::Sample => self.on_sample(t),
             }
             if self.q.processed & 0xffff == 0 {
@@ -565,6 +617,7 @@ impl World {
                 self.data_buf = buf;
                 self.after_sender(t, p.flow, true);
             }
+            Segment::Udp(d) => self.udp[fi].rx.on_datagram(t, &d),
         }
     }
 
@@ -592,12 +645,18 @@ impl World {
         self.drain_late_drops(t, l);
     }
 
-    /// An events row for a packet link `l` dropped at `t`: kind `drop` (data) or `ack_drop`,
-    /// detail `link=<name> reason=<random|queue_full|aqm> seq=<seq or ack>`.
+    /// An events row for a packet link `l` dropped at `t`: kind `drop` (data, or a UDP
+    /// datagram) or `ack_drop`, detail `link=<name> reason=<random|queue_full|aqm|...>
+    /// seq=<seq, ack, or the datagram's number>`.
     fn log_drop(&mut self, t: u64, l: u32, d: Dropped<Packet>) {
-        let (kind, seq) = match d.pkt.seg {
-            Segment::Data(s) => ("drop", s.seq),
-            Segment::Ack(a) => ("ack_drop", a.ack),
+        let (kind, seq, id) = match d.pkt.seg {
+            Segment::Data(s) => ("drop", s.seq, self.flows[d.pkt.flow as usize].id),
+            Segment::Ack(a) => ("ack_drop", a.ack, self.flows[d.pkt.flow as usize].id),
+            Segment::Udp(u) => {
+                let slot = &mut self.udp[d.pkt.flow as usize];
+                slot.dropped_pkts += 1;
+                ("drop", u.seq, slot.id)
+            }
         };
         let detail = format!(
             "link={} reason={} seq={}",
@@ -605,7 +664,7 @@ impl World {
             d.reason.name(),
             seq
         );
-        self.events.push(t, d.pkt.flow as i32, kind, detail);
+        self.events.push(t, id as i32, kind, detail);
     }
 
     /// Log the packets element `l` dropped after taking them (an AQM from its queue, a shared
@@ -728,6 +787,27 @@ impl World {
             .set_device_room(q.limit_pkts.saturating_sub(queued));
     }
 
+    /// UDP application `u` sends the datagrams due by `t` into its route's first element (a
+    /// full interface queue drops them there: UDP has no backpressure).
+    fn on_udp_send(&mut self, t: u64, u: u32) {
+        let route = self.udp[u as usize].route;
+        let first = self.routes[route as usize][0];
+        while let Some(at) = self.udp[u as usize].tx.next_send_ns().filter(|&at| at <= t) {
+            let d = self.udp[u as usize].tx.send(at);
+            let p = Packet {
+                flow: u,
+                route,
+                hop: 0,
+                wire: d.len + UDP_IP_HEADER_BYTES,
+                seg: Segment::Udp(d),
+            };
+            self.enqueue(t, first, p);
+        }
+        if let Some(next) = self.udp[u as usize].tx.next_send_ns() {
+            self.q.push(next, Event::UdpSend(u));
+        }
+    }
+
     /// Terminal `a` acts: broadcast its presence and/or take a clamp step, whichever is due.
     fn on_agent(&mut self, t: u64, a: u32) {
         let Some(ag) = self.agents.as_mut() else {
@@ -767,7 +847,8 @@ impl World {
                 let step = ag.step(ti, t, u64::from(tp.srtt_us >> 3), tp.min_rtt_us);
                 let detail = step.detail(&ag.terminals[ti].host, tp.snd_cwnd, tp.snd_ssthresh);
                 self.flows[f].sender.set_cwnd_range(step.range());
-                self.events.push(t, f as i32, "middleware", detail);
+                let id = self.flows[f].id as i32;
+                self.events.push(t, id, "middleware", detail);
             }
         }
         let next = ag.terminals[ti].next_ns();
@@ -824,7 +905,7 @@ impl World {
         self.q
             .set(Event::SenderTimer(f), fl.sender.timer_deadline_ns());
         for (et, kind, detail) in fl.sender.events.drain(..) {
-            self.events.push(et, f as i32, kind.name(), detail);
+            self.events.push(et, fl.id as i32, kind.name(), detail);
         }
         match self.mode {
             TraceMode::Ack if on_ack => self.record_flow(t, f),
@@ -852,7 +933,7 @@ impl World {
         let tr = &mut self.flow_trace;
         let nan_if_none = |has: bool, v: f64| if has { v } else { f64::NAN };
         let has_rtt = tp.srtt_us != 0;
-        tr.flow.push(f as i32);
+        tr.flow.push(fl.id as i32);
         tr.t_s.push(t as f64 * 1e-9);
         tr.cwnd_pkts.push(tp.snd_cwnd);
         tr.ssthresh_pkts.push(tp.snd_ssthresh);
@@ -880,14 +961,14 @@ impl World {
 
     fn finish(self) -> RunOutput {
         let end_ns = self.duration_ns;
-        let flow_stats = self
+        let mut flow_stats: Vec<(u32, crate::FlowStats)> = self
             .flows
             .iter()
             .map(|fl| {
                 let end = fl.receiver.completion_ns.unwrap_or(end_ns);
                 let secs = end.saturating_sub(fl.start_ns) as f64 * 1e-9;
                 let delivered = fl.receiver.delivered_bytes;
-                crate::FlowStats {
+                let stats = crate::FlowStats {
                     flow: fl.name.clone(),
                     goodput_bps: if secs > 0.0 {
                         delivered as f64 * 8.0 / secs
@@ -907,9 +988,15 @@ impl World {
                     acks_sent: fl.receiver.acks_sent,
                     start_s: fl.start_ns as f64 * 1e-9,
                     completion_s: fl.receiver.completion_ns.map(|c| c as f64 * 1e-9),
-                }
+                    udp: None,
+                };
+                (fl.id, stats)
             })
             .collect();
+        flow_stats.extend(self.udp.iter().map(|u| (u.id, udp_flow_stats(u))));
+        flow_stats.sort_by_key(|(id, _)| *id);
+        let flow_names = flow_stats.iter().map(|(_, s)| s.flow.clone()).collect();
+        let flow_stats = flow_stats.into_iter().map(|(_, s)| s).collect();
         let mut link_stats = Vec::with_capacity(self.lane_names.len());
         for l in &self.links {
             for lane in 0..l.link.lanes() {
@@ -923,7 +1010,7 @@ impl World {
         }
         RunOutput {
             paths: self.paths,
-            flow_names: self.flows.iter().map(|f| f.name.clone()).collect(),
+            flow_names,
             link_names: self.lane_names,
             flows: self.flow_trace,
             links: self.link_trace,
@@ -933,6 +1020,36 @@ impl World {
             events_processed: self.q.processed,
             sim_duration_s: end_ns as f64 * 1e-9,
         }
+    }
+}
+
+/// A UDP flow's summary row: its goodput is the rate received over its sending time; it has no
+/// retransmissions, timeouts or ACKs. A sized stream completes when its last datagram arrives
+/// and every one has.
+fn udp_flow_stats(u: &UdpSlot) -> crate::FlowStats {
+    let st = UdpStats::of(&u.tx, &u.rx, u.dropped_pkts);
+    let done = u.tx.next_send_ns().is_none() && u.rx.received_pkts == u.tx.sent_pkts;
+    crate::FlowStats {
+        flow: u.name.clone(),
+        goodput_bps: st.receive_rate_bps,
+        delivered_bytes: u.rx.received_bytes,
+        retrans_pkts: 0,
+        rto_count: 0,
+        fast_retransmit_count: 0,
+        spurious_rto_count: 0,
+        undo_count: 0,
+        tlp_count: 0,
+        cwr_count: 0,
+        local_drop_count: 0,
+        sent_pkts: u.tx.sent_pkts,
+        acks_sent: 0,
+        start_s: u.start_ns as f64 * 1e-9,
+        completion_s: u
+            .rx
+            .last_arrival_ns
+            .filter(|_| done)
+            .map(|t| t as f64 * 1e-9),
+        udp: Some(st),
     }
 }
 

@@ -274,6 +274,10 @@ def _decide(model: tuple[Any, np.ndarray, np.ndarray, float, list[Any], np.ndarr
     return Identification(best, conf, runner, scores, dist)
 
 
+#: Samples a trace needs before :func:`identify` names an algorithm: fewer show no shape.
+MIN_SAMPLES = 50
+
+
 def identify(
     trace: Any,
     candidates: Iterable[str] | None = None,
@@ -285,6 +289,9 @@ def identify(
     by default every algorithm cclab simulates is a candidate. ``prior``: "deployment" (ties go
     to Reno, CUBIC or BBR), "uniform", or a weight per algorithm."""
     df = load_trace(trace)
+    if len(df) < MIN_SAMPLES:
+        raise ValueError(f"too short to judge: {len(df)} samples; the classifier needs at least {MIN_SAMPLES} "
+                         "(a trace of a few seconds sampled every 10 ms or per ACK)")
     f = features(df)
     without = () if f[FEATURES.index("has_rtt")] else PER_RTT_FEATURES
     return _decide(_model(str(model_path), _cands(candidates), without), f, prior)

@@ -80,15 +80,25 @@ class CubicEstimate:
     cycles: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: The trace's window cap, if it sits on one (the papers' "max window").
     cap_pkts: float | None = None
+    #: Whether enough cycles were usable for c, b, K and W_max (at least MIN_USABLE_CYCLES);
+    #: beta needs only reductions and stands whenever a non-timeout reduction was seen.
+    reliable: bool = True
+    #: How many cycles were found, how many were usable, and why the others were not.
+    note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
+        """As JSON: c, b, K and W_max are null when the estimate is not reliable (``note`` says
+        why); the per-cycle rows keep every cycle's own fit."""
         rows = self.cycles.replace({np.nan: None}).to_dict(orient="records")
+        shown = lambda e: e.to_dict() if self.reliable else {"value": None, "ci_low": None, "ci_high": None}  # noqa: E731
         return {
-            "c": self.c.to_dict(),
+            "reliable": self.reliable,
+            "note": self.note,
+            "c": shown(self.c),
             "beta": self.beta.to_dict(),
-            "b": self.b.to_dict(),
-            "K_s": self.K_s.to_dict(),
-            "wmax_pkts": self.wmax_pkts.to_dict(),
+            "b": shown(self.b),
+            "K_s": shown(self.K_s),
+            "wmax_pkts": shown(self.wmax_pkts),
             "cap_pkts": self.cap_pkts,
             "cycles": rows,
         }
@@ -96,6 +106,9 @@ class CubicEstimate:
 
 #: Growth samples per cycle given to the fit (more are thinned evenly).
 _MAX_FIT_POINTS = 300
+
+#: Usable cycles needed before c, b, K and W_max are reported (the paper read 3 per trace).
+MIN_USABLE_CYCLES = 3
 
 
 def _model(tau: np.ndarray, c: float, K: float, wm: float) -> np.ndarray:
@@ -165,11 +178,15 @@ def fit_cycle(tau: np.ndarray, w: np.ndarray) -> CycleFit | None:
     return CycleFit(c=est[0], K_s=est[1], wmax_pkts=est[2], rms_pkts=math.sqrt(s2), n=len(w))
 
 
-def _cycle_row(trace_t: np.ndarray, trace_w: np.ndarray, cyc: Cycle, cap: float | None) -> dict[str, Any]:
+def _cycle_row(trace_t: np.ndarray, trace_w: np.ndarray, cyc: Cycle, cap: float | None,
+               lag_s: np.ndarray | None = None) -> dict[str, Any]:
     t = trace_t[cyc.i0 : cyc.i1]
     w = trace_w[cyc.i0 : cyc.i1]
     keep = np.ones_like(w, dtype=bool) if cap is None else w < cap - 0.5
     tau, wg = t[keep] - cyc.t0_s, w[keep]
+    if lag_s is not None:
+        # The window trails CUBIC's curve by the queueing delay (see _window_lag_s).
+        tau = tau - lag_s[cyc.i0 : cyc.i1][keep]
     if len(tau) > _MAX_FIT_POINTS:  # evenly thinned: the fit needs shape, not every sample
         pick = np.linspace(0, len(tau) - 1, _MAX_FIT_POINTS).round().astype(int)
         tau, wg = tau[pick], wg[pick]
@@ -184,8 +201,10 @@ def _cycle_row(trace_t: np.ndarray, trace_w: np.ndarray, cyc: Cycle, cap: float 
         "timeout": cyc.timeout,
         "n_samples": int(len(wg)),
     }
+    reached_cap = cap is not None and bool(np.any(w >= cap - 0.5))
     if fit is None:
-        return row | {"fit_ok": False}
+        why = "timeout" if cyc.timeout else "capped" if reached_cap else "too_short"
+        return row | {"fit_ok": False, "rejected": why}
     K, wm, c = fit.K_s.value, fit.wmax_pkts.value, fit.c.value
     # The paper's (t, W): the last growth sample (convex part when the plateau was passed).
     t_pt, w_pt = (float(tau[-1]), float(wg[-1])) if len(tau) else (math.nan, math.nan)
@@ -194,13 +213,14 @@ def _cycle_row(trace_t: np.ndarray, trace_w: np.ndarray, cyc: Cycle, cap: float 
     b_eq5 = K**3 / (wm - cyc.w_prime_pkts) if wm > cyc.w_prime_pkts else math.nan
     # Only an epoch seen past its plateau pins the curve down: the concave part alone trades c
     # against K and W_max (and ACK clocking at growing RTT flattens it).
-    ok = (
-        not cyc.timeout
-        and t_pt > K
-        and math.isfinite(fit.c.ci_low)
-        and (fit.c.ci_high - fit.c.ci_low) < c
-        and wm > cyc.w_prime_pkts
+    checks = (
+        ("timeout", not cyc.timeout),
+        ("capped" if reached_cap else "plateau_not_passed", t_pt > K),
+        ("wide_interval", math.isfinite(fit.c.ci_low) and (fit.c.ci_high - fit.c.ci_low) < c),
+        ("no_growth_above_w_prime", wm > cyc.w_prime_pkts),
     )
+    why = next((name for name, passed in checks if not passed), None)
+    ok = why is None
     return row | {
         "t_s": t_pt,
         "w_pkts": w_pt,
@@ -217,7 +237,25 @@ def _cycle_row(trace_t: np.ndarray, trace_w: np.ndarray, cyc: Cycle, cap: float 
         "K_fit_ci_high": fit.K_s.ci_high,
         "fit_rms_pkts": fit.rms_pkts,
         "fit_ok": bool(ok),
+        "rejected": why,
     }
+
+
+def _window_lag_s(df: pd.DataFrame) -> np.ndarray | None:
+    """How far the window trails CUBIC's curve at each sample, s: the queueing delay, srtt -
+    min RTT. Linux's bictcp_update (net/ipv4/tcp_cubic.c, 6.18) aims at the curve one delay_min
+    ahead, W(t + delay_min), and closes the gap over about one round trip of ACKs
+    (cnt = cwnd / (target - cwnd)), so the window at t is about W(t + delay_min - RTT(t)) =
+    W(t - (RTT(t) - delay_min)). With a deep queue that lag grows with the window, which bends
+    the observed curve and reads c low. Measured on simulated CUBIC (C 0.4, 300-packet BDP,
+    150 s) without / with the shift: 200 ms and a 3-BDP queue -2.5 % / +1.2 %; 550 ms, 2 BDP
+    -5.1 % / +3.3 %; 25 ms, 3 BDP -0.7 % / -0.3 %; the kernel trace cubic_20M_200ms_q500 (C =
+    410/1024) 0.3918 / 0.4020. The over-correction at 550 ms says the lag is shorter than the
+    whole queueing delay there (not explained yet). None (no shift) without RTT columns."""
+    if not {"srtt_ms", "min_rtt_ms"} <= set(df.columns):
+        return None
+    lag = (df["srtt_ms"].to_numpy(float) - df["min_rtt_ms"].to_numpy(float)) / 1000.0
+    return np.where(np.isfinite(lag), np.clip(lag, 0.0, None), 0.0)
 
 
 def _summary(values: np.ndarray, single_ci: tuple[float, float] | None = None) -> Estimate:
@@ -242,11 +280,13 @@ def estimate_cubic(trace: Any, *, rtt_ms: float | None = None, max_cycles: int |
     t = df["t_s"].to_numpy(float)
     w = df["cwnd_pkts"].to_numpy(float)
     cap = window_cap(w, t, estimate_rtt_s(df))
-    rows = [_cycle_row(t, w, cyc, cap) for cyc in find_cycles(df)]
+    lag = _window_lag_s(df)
+    rows = [_cycle_row(t, w, cyc, cap, lag) for cyc in find_cycles(df)]
     cycles = pd.DataFrame(rows)
     if cycles.empty:
         nan = Estimate(math.nan, math.nan, math.nan)
-        return CubicEstimate(nan, nan, nan, nan, nan, cycles, cap)
+        return CubicEstimate(nan, nan, nan, nan, nan, cycles, cap, reliable=False,
+                             note="no loss cycle found: the window never fell and grew again")
     cycles.insert(0, "cycle", np.arange(1, len(cycles) + 1))
     good = cycles[cycles.get("fit_ok", False) == True]  # noqa: E712 (pandas mask)
     if max_cycles is not None:
@@ -265,11 +305,38 @@ def estimate_cubic(trace: Any, *, rtt_ms: float | None = None, max_cycles: int |
         cycles=cycles,
         cap_pkts=cap,
     )
+    est.reliable, est.note = _verdict(cycles, len(good), cap)
     if rtt_ms is not None:
         est.cycles.attrs["rtt_ms"] = rtt_ms
     else:
         est.cycles.attrs["rtt_ms"] = estimate_rtt_s(df) * 1000
     return est
+
+
+_REASONS = {
+    "timeout": "ended by a timeout",
+    "capped": "held at the window cap",
+    "too_short": "too short to fit",
+    "plateau_not_passed": "cut before their plateau",
+    "wide_interval": "fitted too loosely",
+    "no_growth_above_w_prime": "never grew above W'",
+}
+
+
+def _verdict(cycles: pd.DataFrame, used: int, cap: float | None) -> tuple[bool, str]:
+    """Whether c, b, K and W_max can be reported, and a sentence saying what the cycles were."""
+    n = len(cycles)
+    why = cycles["rejected"].dropna().value_counts() if "rejected" in cycles else pd.Series(dtype=int)
+    parts = [f"{int(k)} {_REASONS.get(str(r), str(r))}" for r, k in why.items()]
+    text = f"{n} cycles found, {used} usable (seen past their plateau)"
+    if parts:
+        text += "; the others: " + ", ".join(parts)
+    if cap:
+        text += f"; window cap at {cap:g} packets"
+    if used < MIN_USABLE_CYCLES:
+        return False, (f"no reliable estimate of c, b, K and W_max: {text}; at least {MIN_USABLE_CYCLES} usable "
+                       "cycles are needed (a longer trace, more loss or no window cap gives more)")
+    return True, text
 
 
 def cubic_from_table(rows: pd.DataFrame | Sequence[dict[str, float]]) -> pd.DataFrame:

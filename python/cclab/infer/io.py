@@ -44,7 +44,38 @@ def _err(msg: str) -> InputError:
     return InputError(msg)
 
 
-def load_trace(
+def load_trace(source: Any, **kw: Any) -> pd.DataFrame:
+    """Read a trace into cclab's flows schema (at least ``t_s`` and ``cwnd_pkts``), checked: rows
+    whose time or cwnd is not a finite number are dropped, a negative time or cwnd is refused
+    (InputError naming the column), and at least two rows must remain.
+
+    ``source``: a path (parquet, CSV, ss log, pcap), a DataFrame or a RunResult. ``fmt`` forces
+    the format (one of FORMATS); otherwise it is guessed from the suffix and the columns.
+    ``time_col``/``cwnd_col`` name the columns of a plain CSV (time in seconds, cwnd in
+    packets). ``flow`` picks one flow of a multi-flow cclab trace (name or index; default the
+    first; the frame's ``attrs["flows"]`` lists them all, ``attrs["flow"]`` the one taken).
+    """
+    return _checked(_read(source, **kw))
+
+
+def _checked(df: pd.DataFrame) -> pd.DataFrame:
+    for col, what in (("t_s", "time"), ("cwnd_pkts", "cwnd")):
+        v = pd.to_numeric(df[col], errors="coerce").to_numpy(float)
+        bad = v[np.isfinite(v) & (v < 0)]
+        if bad.size:
+            raise _err(f"{col}: a negative {what} ({bad[0]:g}) is not accepted")
+    ok = np.isfinite(pd.to_numeric(df["t_s"], errors="coerce").to_numpy(float)) & np.isfinite(
+        pd.to_numeric(df["cwnd_pkts"], errors="coerce").to_numpy(float))
+    attrs = dict(df.attrs)
+    if not ok.all():
+        df = df[ok].reset_index(drop=True)
+        df.attrs.update(attrs, dropped_rows=int((~ok).sum()))
+    if len(df) < 2:
+        raise _err(f"the trace has {len(df)} usable row(s) (time and cwnd both finite numbers): nothing to judge")
+    return df
+
+
+def _read(
     source: Any,
     *,
     fmt: str | None = None,
@@ -52,14 +83,6 @@ def load_trace(
     cwnd_col: str | None = None,
     flow: str | int | None = None,
 ) -> pd.DataFrame:
-    """Read a trace into cclab's flows schema (at least ``t_s`` and ``cwnd_pkts``).
-
-    ``source``: a path (parquet, CSV, ss log, pcap), a DataFrame or a RunResult. ``fmt`` forces
-    the format (one of FORMATS); otherwise it is guessed from the suffix and the columns.
-    ``time_col``/``cwnd_col`` name the columns of a plain CSV (time in seconds, cwnd in
-    packets). ``flow`` picks one flow of a multi-flow cclab trace (name or index; default the
-    first).
-    """
     if fmt is not None and fmt not in FORMATS:
         raise _err(f"fmt: {fmt!r} is not one of {', '.join(FORMATS)}")
     if hasattr(source, "flows") and isinstance(getattr(source, "flows"), pd.DataFrame):
@@ -87,29 +110,44 @@ def _from_frame(
     df: pd.DataFrame, fmt: str | None, time_col: str | None, cwnd_col: str | None, flow: Any, what: str
 ) -> pd.DataFrame:
     cols = set(df.columns)
-    if fmt in (None, "cclab") and {"t_s", "cwnd_pkts"} <= cols and time_col is None and cwnd_col is None:
+    named = time_col is not None or cwnd_col is not None
+    tcpinfo = fmt == "tcpinfo" or (fmt is None and {"t", "snd_cwnd"} <= cols)
+    if fmt in (None, "cclab") and {"t_s", "cwnd_pkts"} <= cols and not named:
         return _one_flow(df, flow)
-    if fmt in (None, "tcpinfo") and {"t", "snd_cwnd"} <= cols and time_col is None and cwnd_col is None:
+    if tcpinfo and not named:
         return _from_tcpinfo(df)
-    tc = time_col or next((c for c in ("t_s", "time_s", "time", "t") if c in cols), None)
-    cc = cwnd_col or next((c for c in ("cwnd_pkts", "cwnd", "snd_cwnd") if c in cols), None)
+    guesses = {"--time-col": ("t_s", "time_s", "time", "t"), "--cwnd-col": ("cwnd_pkts", "cwnd", "snd_cwnd")}
+    tc = time_col or next((c for c in guesses["--time-col"] if c in cols), None)
+    cc = cwnd_col or next((c for c in guesses["--cwnd-col"] if c in cols), None)
     for name, col in (("--time-col", tc), ("--cwnd-col", cc)):
-        if col is None or col not in cols:
+        if col is None:
+            raise _err(f"{what}: no {name[2:-4]} column found (looked for {', '.join(guesses[name])}); name it with "
+                       f"{name}; columns are: {', '.join(map(str, df.columns))}")
+        if col not in cols:
             raise _err(
                 f"{what}: {name} {col!r} is not a column; columns are: {', '.join(map(str, df.columns))}"
             )
+    # Rows that are not numbers stay here as NaN: the checks in load_trace drop and count them.
     t = pd.to_numeric(df[tc], errors="coerce")
     w = pd.to_numeric(df[cc], errors="coerce")
-    ok = t.notna() & w.notna()
-    if ok.sum() < 2:
-        raise _err(f"{what}: columns {tc!r}/{cc!r} hold fewer than 2 numeric rows")
-    out = pd.DataFrame({"t_s": t[ok].to_numpy(float), "cwnd_pkts": w[ok].to_numpy(float)})
+    out = pd.DataFrame({"t_s": t.to_numpy(float), "cwnd_pkts": w.to_numpy(float)})
+    # Keep what else the trace says (RTTs, ssthresh, state, ...): naming the two columns must not
+    # cost the estimators their other features. TCP_INFO fields are converted to cclab's names.
+    extra = _tcpinfo_fields(df) if tcpinfo else df[[c for c in _CCLAB_EXTRA if c in cols]]
+    for c in extra.columns:
+        if c not in out.columns and c not in (tc, cc):
+            out[c] = pd.to_numeric(extra[c], errors="coerce").to_numpy(float)
     return out.sort_values("t_s", kind="stable").reset_index(drop=True)
 
 
+#: cclab trace columns, besides time and cwnd, that the estimators read when present.
+_CCLAB_EXTRA = ("ssthresh_pkts", "srtt_ms", "rttvar_ms", "min_rtt_ms", "rto_ms", "ca_state", "delivered_bytes",
+                "retrans_pkts", "pacing_rate_bps", "delivery_rate_bps", "inflight_pkts")
+
+
 def _one_flow(df: pd.DataFrame, flow: Any) -> pd.DataFrame:
-    if "flow" in df.columns and df["flow"].nunique() > 1:
-        names = list(pd.unique(df["flow"]))
+    names = list(pd.unique(df["flow"])) if "flow" in df.columns else []
+    if len(names) > 1:
         if flow is None:
             pick = names[0]
         elif isinstance(flow, int) and not isinstance(flow, bool):
@@ -122,15 +160,18 @@ def _one_flow(df: pd.DataFrame, flow: Any) -> pd.DataFrame:
             raise _err(f"flow: {flow!r} is not one of {', '.join(map(str, names))}")
         df = df[df["flow"] == pick]
     out = df.copy()
+    if names:
+        out.attrs["flows"] = [str(n) for n in names]
+        out.attrs["flow"] = str(out["flow"].iloc[0]) if len(out) else None
     if "ca_state" in out.columns and not pd.api.types.is_numeric_dtype(out["ca_state"]):
         out["ca_state"] = out["ca_state"].map({n: i for i, n in enumerate(_CA)}).astype(float)
     out["cwnd_pkts"] = out["cwnd_pkts"].astype(float)
     return out.sort_values("t_s", kind="stable").reset_index(drop=True)
 
 
-def _from_tcpinfo(df: pd.DataFrame) -> pd.DataFrame:
-    """TCP_INFO samples with the kernel's field names and units (us, bytes/s)."""
-    out = pd.DataFrame({"t_s": df["t"].astype(float), "cwnd_pkts": df["snd_cwnd"].astype(float)})
+def _tcpinfo_fields(df: pd.DataFrame) -> pd.DataFrame:
+    """TCP_INFO's fields other than time and cwnd, in cclab's names and units (row-aligned)."""
+    out = pd.DataFrame(index=df.index)
     if "snd_ssthresh" in df:
         out["ssthresh_pkts"] = df["snd_ssthresh"].where(df["snd_ssthresh"] < 0x7FFFFFFF).astype(float)
     for src, dst in (("rtt", "srtt_ms"), ("rttvar", "rttvar_ms"), ("min_rtt", "min_rtt_ms"), ("rto", "rto_ms")):
@@ -146,6 +187,13 @@ def _from_tcpinfo(df: pd.DataFrame) -> pd.DataFrame:
         out["pacing_rate_bps"] = df["pacing_rate"].astype(float) * 8
     if "delivery_rate" in df:
         out["delivery_rate_bps"] = df["delivery_rate"].astype(float) * 8
+    return out
+
+
+def _from_tcpinfo(df: pd.DataFrame) -> pd.DataFrame:
+    """TCP_INFO samples with the kernel's field names and units (us, bytes/s)."""
+    out = pd.DataFrame({"t_s": df["t"].astype(float), "cwnd_pkts": df["snd_cwnd"].astype(float)})
+    out = pd.concat([out, _tcpinfo_fields(df)], axis=1)
     return out.sort_values("t_s", kind="stable").reset_index(drop=True)
 
 

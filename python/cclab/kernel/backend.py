@@ -13,12 +13,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import pandas as pd
@@ -28,9 +30,11 @@ from ..scenario import Scenario, load_scenario
 from .link import LinkEmulator
 from .clamp import CwndClamp
 from .middleware import MiddlewareCC, TerminalMiddleware, middleware_hosts, read_log
-from . import bpfcc
+from . import bpfcc, child
 from .knobs import CUBIC_FAMILY, CubicModuleParams, cubic_plan, namespace_sysctls, set_initcwnd
 from .device import configure_device, device_stats
+from .tcpinfo import TRACE_COLUMNS
+from .udp import udp_stats
 from .netns import KernelUnavailable, Namespaces, address_iface, require_root, set_sysctls
 from .topology import plan_network
 
@@ -41,6 +45,10 @@ KERNEL_ALGORITHMS = ("reno", "cubic", "bbr")
 _BASE_PORT = 5201
 #: tcp_limit_output_bytes at its largest (an int sysctl): what tsq = "off" runs as.
 _TSQ_LIMIT_MAX = 2**31 - 1
+
+
+def _is_udp(f: dict[str, Any]) -> bool:
+    return f.get("transport", "tcp") == "udp"
 
 
 def flow_deviations(d: dict[str, Any]) -> list[str]:
@@ -55,6 +63,8 @@ def parity(sc: Scenario) -> list[str]:
     d = sc.to_core_dict()
     for i, f in enumerate(d["flows"]):
         where = f"flows[{i}]"
+        if _is_udp(f):
+            continue  # cclab.kernel.udp runs it; no TCP setting applies
         if f["cc"] not in KERNEL_ALGORITHMS and f["cc"] not in CUBIC_FAMILY:
             problems.append(f"{where}.cc = {f['cc']!r}: this kernel has only {', '.join(KERNEL_ALGORITHMS)}; "
                             "use the simulator backend for it")
@@ -74,7 +84,7 @@ def parity(sc: Scenario) -> list[str]:
             problems.append(f"{where}.ecn = 'low': google/bbr's ecn_low route feature (precise CE echo) is not in "
                             "upstream Linux 6.18; use ecn = 'on' (RFC 3168) or the simulator backend")
         for j, g in enumerate(d["flows"][:i]):
-            if g["sender"] == f["sender"]:
+            if g["sender"] == f["sender"] and not _is_udp(g):
                 for key, what in (("initial_cwnd_pkts", "a route metric of the sender's route"),
                                   ("rto_min_ms", "a sysctl of the sender's namespace"),
                                   ("sack", "a sysctl of the sender's namespace"),
@@ -101,7 +111,7 @@ def _middleware_problems(d: dict[str, Any]) -> list[str]:
     hosts = middleware_hosts(d)
     problems = []
     for i, f in enumerate(d["flows"]):
-        if f["sender"] not in hosts:
+        if f["sender"] not in hosts or _is_udp(f):
             continue
         where = f"flows[{i}]"
         if f["cc"] != "cubic" or f["cc_params"]:
@@ -117,8 +127,11 @@ def _middleware_problems(d: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _netns_exec(ns: str, *args: str) -> list[str]:
-    return ["ip", "netns", "exec", ns, sys.executable, "-m", "cclab.kernel.traffic", *args]
+_TCP, _UDP = "cclab.kernel.traffic", "cclab.kernel.udp"
+
+
+def _netns_exec(ns: str, *args: str, module: str = _TCP) -> list[str]:
+    return ["ip", "netns", "exec", ns, sys.executable, "-m", module, *args]
 
 
 def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunResult:
@@ -139,12 +152,14 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
     run_id = f"{os.getpid() % 100000}{int(time.time() * 1000) % 10000}"
     interval_ms = d["sim"]["trace_interval_ms"]
     t_wall = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="cclab-kernel-") as tmp, Namespaces(run_id, list(hosts.values())) as nss:
+    helpers: list[subprocess.Popen[str]] = []  # traffic processes: killed however the run ends
+    with _signals_unwind(), tempfile.TemporaryDirectory(prefix="cclab-kernel-") as tmp, \
+            Namespaces(run_id, list(hosts.values()), tmp_dir=tmp) as nss, _killed_at_exit(helpers):
         ns = {h: nss.names[v] for h, v in hosts.items()}
         spec = net.emulator_spec(d["seed"], ns, Path(tmp) / "link-stats.json", interval_ms)
         knobs: dict[str, dict[str, str]] = {}
         kernel = sc.kernel.model_dump()
-        for f in d["flows"]:
+        for f in (f for f in d["flows"] if not _is_udp(f)):
             for host in (f["sender"], f["receiver"]):
                 knobs.setdefault(ns[host], {}).update(namespace_sysctls(f, kernel, sender=host == f["sender"]))
         for h, st in net.stacks.items():
@@ -168,7 +183,7 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                 if i.device:
                     configure_device(ns[i.host], i.dev, i.device["rate_bps"], i.device["queue_pkts"])
             for (s_if, _, _), f in zip(net.flows, d["flows"]):
-                if f["initial_cwnd_pkts"] != 10:
+                if f["initial_cwnd_pkts"] != 10 and not _is_udp(f):
                     set_initcwnd(ns[s_if.host], s_if.dev, f["initial_cwnd_pkts"])
                     knobs[ns[s_if.host]][f"route initcwnd {s_if.dev}"] = str(f["initial_cwnd_pkts"])
             # One middleware daemon per terminal, before the flows (their sockets join its cgroup).
@@ -182,21 +197,37 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                     log_path=Path(tmp) / f"middleware-{h}.csv",
                     broadcast="255.255.255.255" if cell_if else None, device=cell_if.dev if cell_if else None))
             procs = []
+            go = Path(tmp) / "go"
             for k, f in enumerate(d["flows"]):
                 ready = Path(tmp) / f"ready{k}"
-                rcv = subprocess.Popen(_netns_exec(ns[f["receiver"]], "recv", "--port", str(_BASE_PORT + k),
-                                                   "--ready-file", str(ready)),
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                port = str(_BASE_PORT + k)
+                if _is_udp(f):
+                    cmd = _netns_exec(ns[f["receiver"]], "recv", "--port", port, "--ready-file", str(ready),
+                                      "--go-file", str(go), "--until-s", str(d["duration_s"]), module=_UDP)
+                else:
+                    cmd = _netns_exec(ns[f["receiver"]], "recv", "--port", port, "--ready-file", str(ready))
+                rcv = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                       preexec_fn=child.die_with_parent)
+                helpers.append(rcv)
                 t_end = time.monotonic() + 10
                 while not ready.exists() and time.monotonic() < t_end:
                     time.sleep(0.01)
                 procs.append((k, f, rcv))
             # Every sender starts now and waits for the run's time zero; zero is the emulator's
             # zero too, so outages, delay spikes and capacity traces line up with the flows.
-            go = Path(tmp) / "go"
             senders = []
             for k, f, _ in procs:
                 ready = Path(tmp) / f"sender-ready{k}"
+                if _is_udp(f):
+                    args = ["send", "--dst", net.flows[k][1].addr, "--port", str(_BASE_PORT + k),
+                            "--rate-bps", str(f["rate_bps"]), "--payload-bytes", str(f["payload_bytes"]),
+                            "--go-file", str(go), "--ready-file", str(ready), "--start-s", str(f["start_s"]),
+                            "--until-s", str(d["duration_s"]), "--size", str(f["size_bytes"])]
+                    senders.append((k, f, subprocess.Popen(_netns_exec(ns[f["sender"]], *args, module=_UDP),
+                                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                                           preexec_fn=child.die_with_parent)))
+                    helpers.append(senders[-1][2])
+                    continue
                 args = ["send", "--dst", net.flows[k][1].addr, "--port", str(_BASE_PORT + k),
                         "--cc", cc_names.get(k, f["cc"]), "--mss", str(f["mss_bytes"]),
                         "--go-file", str(go), "--ready-file", str(ready),
@@ -206,7 +237,9 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                 mw = daemons.get(f["sender"])
                 preexec = mw.preexec if mw else clamp.preexec if clamp else None
                 senders.append((k, f, subprocess.Popen(_netns_exec(ns[f["sender"]], *args), stdout=subprocess.PIPE,
-                                                       stderr=subprocess.PIPE, text=True, preexec_fn=preexec)))
+                                                       stderr=subprocess.PIPE, text=True,
+                                                       preexec_fn=child.preexec(preexec))))
+                helpers.append(senders[-1][2])
             t_end = time.monotonic() + 30
             while not all((Path(tmp) / f"sender-ready{k}").exists() for k, _, _ in senders):
                 if time.monotonic() > t_end or any(p.poll() is not None for _, _, p in senders):
@@ -224,8 +257,12 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                     raise RuntimeError(f"flow {f['name']}: sender failed: {errtxt.strip()[-500:]}")
                 totals[k] = json.loads(out.strip().splitlines()[-1])
                 totals[k]["start_s"] = f["start_s"]
-            for _, _, r in procs:
-                r.communicate(timeout=30)
+            for k, f, r in procs:
+                out, errtxt = r.communicate(timeout=30)
+                if _is_udp(f):
+                    if r.returncode != 0:
+                        raise RuntimeError(f"flow {f['name']}: UDP receiver failed: {errtxt.strip()[-500:]}")
+                    totals[k]["udp"] = udp_stats(totals[k], json.loads(out.strip().splitlines()[-1]))
             devices = [{"name": i.device["name"], **device_stats(ns[i.host], i.dev)}
                        for i in net.interfaces.values() if i.device]
             link_stats = emu.stop()
@@ -242,11 +279,13 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                 mw_frames.append(log[(log["t_s"] >= 0) & (log["t_s"] <= d["duration_s"])])
         links = pd.read_csv(spec["links_path"])
         links = links[(links["t_s"] >= 0) & (links["t_s"] <= d["duration_s"])]
-        frames = []
+        frames = {}
         for k, f in enumerate(d["flows"]):
+            if _is_udp(f):
+                continue
             df = pd.read_csv(Path(tmp) / f"flow{k}.csv")
             df.insert(0, "flow", f["name"])
-            frames.append(df)
+            frames[k] = df
     glob = {"tcp_cubic": cubic_params} if cubic_params else {}
     if bpf_cubic:
         glob["cclab_cubic"] = bpf_cubic
@@ -267,11 +306,53 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
     return r
 
 
-def _result(sc: Scenario, d: dict[str, Any], frames: list[pd.DataFrame], totals: dict[int, dict[str, Any]],
+class KernelRunStopped(KeyboardInterrupt):
+    """A kernel run ended by SIGTERM or SIGHUP (SIGINT is KeyboardInterrupt itself): raised in
+    the main thread so every context manager of the run unwinds, as for Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _signals_unwind() -> Iterator[None]:
+    """While a kernel run is on, SIGTERM and SIGHUP raise KernelRunStopped (what timeout,
+    systemd, job schedulers and a closed terminal send), so they tear down as Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread; a run elsewhere keeps the defaults
+        return
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise KernelRunStopped(signum)
+
+    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, h in before.items():
+            signal.signal(sig, h)
+
+
+@contextlib.contextmanager
+def _killed_at_exit(procs: list[subprocess.Popen[str]]) -> Iterator[None]:
+    """Kill and reap every process in ``procs`` still running when the block ends (an error or a
+    signal mid-run); on a normal end they have exited already."""
+    try:
+        yield
+    finally:
+        for p in procs:
+            child.kill(p)
+
+
+def _result(sc: Scenario, d: dict[str, Any], frames: dict[int, pd.DataFrame], totals: dict[int, dict[str, Any]],
             link_stats: dict[str, Any], links_csv: pd.DataFrame, knobs: dict[str, dict[str, str]], extra: dict[str, Any], wall_s: float,
             version: str) -> RunResult:
     names = [f["name"] for f in d["flows"]]
-    flows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    # Only TCP flows have TCP_INFO rows (an empty table of the same columns when there are none).
+    flows = (pd.concat(list(frames.values()), ignore_index=True) if frames
+             else pd.DataFrame({"flow": pd.Series(dtype=object),
+                                **{c: pd.Series(dtype=np.float64) for c in TRACE_COLUMNS}}))
     n = len(flows)
     flows.insert(0, "run", pd.Categorical([sc.name] * n))
     flows["flow"] = pd.Categorical(flows["flow"], categories=names)
@@ -297,6 +378,13 @@ def _result(sc: Scenario, d: dict[str, Any], frames: list[pd.DataFrame], totals:
     fsum = []
     for k, f in enumerate(d["flows"]):
         t = totals[k]
+        if _is_udp(f):
+            u = t["udp"]
+            fsum.append({"flow": f["name"], "goodput_bps": u["receive_rate_bps"], "delivered_bytes": u["received_bytes"],
+                         "retrans_pkts": 0, "rto_count": 0, "fast_retransmit_count": 0, "cwr_count": 0,
+                         "sent_pkts": u["sent_pkts"], "start_s": t["start_s"], "udp": u,
+                         "mean_cwnd_pkts": None, "mean_srtt_ms": None})
+            continue
         kinds = events[events["flow"] == f["name"]]["kind"].value_counts() if len(events) else {}
         acked = max(0, int(t["bytes_acked"]) - 1)
         fsum.append({"flow": f["name"], "goodput_bps": acked * 8 / max(t["elapsed_s"], 1e-9),

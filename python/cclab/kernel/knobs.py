@@ -97,7 +97,7 @@ def cubic_plan(flows: list[dict[str, Any]]) -> tuple[dict[str, int], dict[str, i
         owner.setdefault((tag, key), i)
 
     for i, f in enumerate(flows):
-        if f["cc"] not in CUBIC_FAMILY:
+        if f.get("transport", "tcp") != "tcp" or f["cc"] not in CUBIC_FAMILY:
             continue
         eff = {**CUBIC_FAMILY[f["cc"]], **f["cc_params"]}
         for key in eff:

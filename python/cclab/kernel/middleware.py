@@ -266,8 +266,8 @@ class TerminalMiddleware:
 
 def middleware_hosts(core: dict[str, Any]) -> list[str]:
     """The hosts that run the middleware in a normalised scenario (``Scenario.to_core_dict()``), in
-    the network's order: its ``hosts``, else every host that sends a flow; none when absent or off
-    (as ``cclab_sim::config::Scenario::middleware_hosts``)."""
+    the network's order: its ``hosts``, else every host that sends a TCP flow; none when absent or
+    off (as ``cclab_sim::config::Scenario::middleware_hosts``)."""
     mw = core.get("middleware")
     if not mw or not mw["enabled"]:
         return []
@@ -275,7 +275,7 @@ def middleware_hosts(core: dict[str, Any]) -> list[str]:
         hosts = [h["name"] for h in [*core["senders"], *core["receivers"]]]
     else:
         hosts = [n["name"] for n in core["nodes"] if n["kind"] == "host"]
-    senders = {f["sender"] for f in core["flows"]}
+    senders = {f["sender"] for f in core["flows"] if f.get("transport", "tcp") == "tcp"}
     return [h for h in hosts if (h in mw["hosts"] if mw["hosts"] else h in senders)]
 
 

@@ -8,8 +8,13 @@ through netlink (pyroute2), always removed.
 - ``address_tun(ns, dev, local, peer)`` gives a TUN device made by ``cclab-link`` a
   point-to-point address (``ip addr add LOCAL peer PEER dev DEV``) and a route to the peer's
   subnet through it.
-- ``clean()`` removes every ``cclab-`` namespace and record left by a run that was killed
-  (``cclab kernel clean``).
+- A run's record names its process and temporary directory. When a run starts, records of runs
+  whose process is gone (killed, even by SIGKILL) are reaped: the processes still inside their
+  namespaces are killed, the namespaces and the temporary directory removed. A record whose
+  process lives means another kernel run is going on: the new one is refused (kernel runs share
+  the machine's global TCP knobs: tcp_cubic's parameters, BPF congestion controls).
+- ``clean()`` removes every ``cclab-`` namespace (killing what runs inside), record, temporary
+  directory and orphaned cclab traffic process (``cclab kernel clean``).
 - ``require_root()`` refuses clearly (``KernelUnavailable``) when not root or when network
   namespaces or /dev/net/tun are missing.
 """
@@ -19,6 +24,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import signal
+import subprocess
 from pathlib import Path
 from types import TracebackType
 
@@ -95,26 +103,110 @@ def set_sysctls(name: str, values: dict[str, str]) -> None:
     _in_netns(name, _write_sysctls, values)
 
 
-class Namespaces:
-    """Create ``cclab-<run_id>-<host>`` namespaces for a run; remove them whatever happens."""
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
-    def __init__(self, run_id: str, hosts: list[str]) -> None:
+
+def _records() -> list[tuple[Path, dict]]:
+    out = []
+    if REGISTRY.is_dir():
+        for rec in sorted(REGISTRY.glob("*.json")):
+            try:
+                out.append((rec, json.loads(rec.read_text())))
+            except (OSError, json.JSONDecodeError):
+                out.append((rec, {}))
+    return out
+
+
+def _kill_inside(name: str) -> int:
+    """SIGKILL every process in namespace ``name`` (``ip netns pids``); how many."""
+    try:
+        pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True, timeout=5).stdout.split()
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    n = 0
+    for p in pids:
+        try:
+            os.kill(int(p), signal.SIGKILL)
+            n += 1
+        except (ValueError, ProcessLookupError):
+            pass
+    return n
+
+
+def _remove_namespaces(names: list[str]) -> list[str]:
+    """Kill what runs inside each namespace and remove it; the names removed."""
+    from pyroute2 import netns
+
+    removed = []
+    for name in names:
+        _kill_inside(name)
+        try:
+            netns.remove(name)
+            removed.append(name)
+        except OSError:
+            pass
+    return removed
+
+
+def _remove_run(rec: Path, data: dict) -> list[str]:
+    """Kill what runs in a recorded run's namespaces, remove them, its temporary directory and
+    its record. Returns the namespaces removed."""
+    removed = _remove_namespaces(data.get("namespaces", []))
+    tmp = data.get("tmp")
+    if tmp and Path(tmp).name.startswith("cclab-kernel-"):
+        shutil.rmtree(tmp, ignore_errors=True)
+    rec.unlink(missing_ok=True)
+    return removed
+
+
+def reap_stale_runs() -> list[str]:
+    """Remove what runs whose process is gone left behind (see the module's docstring)."""
+    removed = []
+    for rec, data in _records():
+        pid = data.get("pid")
+        if not isinstance(pid, int) or not _alive(pid):
+            removed += _remove_run(rec, data)
+    return removed
+
+
+class Namespaces:
+    """Create ``cclab-<run_id>-<host>`` namespaces for a run; remove them whatever happens.
+    ``tmp_dir``: the run's temporary directory, recorded so that a killed run's is removed."""
+
+    def __init__(self, run_id: str, hosts: list[str], tmp_dir: str | None = None) -> None:
         for part in [run_id, *hosts]:
             if not _NAME.match(part):
                 raise ValueError(f"namespace name part {part!r}: use lowercase letters, digits and '-' (max 31)")
         self.run_id = run_id
         self.names = {h: f"{PREFIX}{run_id}-{h}" for h in hosts}
         self.created: list[str] = []
+        self.tmp_dir = tmp_dir
 
     def __enter__(self) -> "Namespaces":
         from pyroute2 import netns
 
         require_root()
         REGISTRY.mkdir(parents=True, exist_ok=True)
+        reap_stale_runs()
+        live = [(d.get("pid"), r.stem) for r, d in _records() if d.get("pid") != os.getpid()]
+        if live:
+            pid, run = live[0]
+            raise KernelUnavailable(
+                f"another kernel run is in progress (process {pid}, run {run}): kernel runs share this machine's "
+                "global TCP knobs (tcp_cubic's parameters, BPF congestion controls), so one runs at a time; wait "
+                "for it, or if that process is not a cclab run, `cclab kernel clean`")
         record = REGISTRY / f"{self.run_id}.json"
         try:
             for name in self.names.values():
-                record.write_text(json.dumps({"namespaces": self.created + [name], "pid": os.getpid()}))
+                record.write_text(json.dumps({"namespaces": self.created + [name], "pid": os.getpid(),
+                                              "tmp": self.tmp_dir}))
                 netns.create(name)
                 self.created.append(name)
                 _disable_ipv6_and_up_lo(name)
@@ -172,19 +264,39 @@ def address_iface(ns: str, dev: str, local: str, dsts: list[str]) -> None:
             ipr.route("add", dst=f"{dst}/32", oif=idx[0], prefsrc=local, scope=253)
 
 
-def clean() -> list[str]:
-    """Remove every cclab namespace and run record (after a crash). Returns what was removed."""
-    from pyroute2 import netns
+#: Command-line marks of cclab's own helper processes (traffic generators, the middleware
+#: daemon): one of them whose parent is gone is an orphan of a killed run.
+_HELPERS = ("cclab.kernel.traffic", "cclab.kernel.udp", "cclab.kernel.middleware")
 
+
+def kill_orphans() -> list[int]:
+    """SIGKILL cclab helper processes whose parent is init (their run died); their pids."""
+    killed = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == 1 and any(h in cmd for h in _HELPERS):
+            try:
+                os.kill(int(d.name), signal.SIGKILL)
+                killed.append(int(d.name))
+            except ProcessLookupError:
+                pass
+    return killed
+
+
+def clean() -> list[str]:
+    """Remove every cclab namespace (killing the processes inside), run record and recorded
+    temporary directory, and kill orphaned cclab helper processes (after a crash). Returns the
+    namespaces removed."""
     require_root()
     removed = []
-    for name in list_namespaces():
-        try:
-            netns.remove(name)
-            removed.append(name)
-        except OSError:
-            pass
-    if REGISTRY.is_dir():
-        for rec in REGISTRY.glob("*.json"):
-            rec.unlink(missing_ok=True)
+    for rec, data in _records():
+        removed += _remove_run(rec, data)
+    removed += _remove_namespaces(list_namespaces())
+    kill_orphans()
     return removed

@@ -33,11 +33,13 @@ def aggregate(runs: pd.DataFrame, by: list[str], metrics: list[str]) -> pd.DataF
     if "ok" in runs and len(out):
         failed = runs[~runs["ok"].astype(bool)].groupby(by).size().rename("n_failed")
         out = out.merge(failed, left_on=by, right_index=True, how="left").fillna({"n_failed": 0})
+        out["n_failed"] = out["n_failed"].astype(int)
     return out
 
 
-def write_table(df: pd.DataFrame, path_stem: Path) -> list[Path]:
-    """Write ``df`` as CSV and Parquet (``path_stem`` without suffix)."""
+def write_table(df: pd.DataFrame, path_stem: str | Path) -> list[Path]:
+    """Write ``df`` as CSV and Parquet (``path_stem`` without suffix: a path or a string)."""
+    path_stem = Path(path_stem)
     path_stem.parent.mkdir(parents=True, exist_ok=True)
     csv, pq = path_stem.with_suffix(".csv"), path_stem.with_suffix(".parquet")
     df.to_csv(csv, index=False)

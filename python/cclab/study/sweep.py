@@ -30,6 +30,10 @@ FLOW_METRICS = ("goodput_bps", "retrans_pkts", "rto_count", "fast_retransmit_cou
                 "undo_count", "mean_cwnd_pkts", "mean_srtt_ms")
 
 
+#: A UDP flow's summary fields copied into a run's row, as udp_<name>.
+UDP_METRICS = ("loss", "send_rate_bps", "receive_rate_bps", "owd_p50_ms", "owd_p99_ms")
+
+
 def _metrics(result: Any) -> dict[str, Any]:
     s = result.summary
     flows = s.get("flows", [])
@@ -37,6 +41,8 @@ def _metrics(result: Any) -> dict[str, Any]:
     for i, f in enumerate(flows):
         p = "" if len(flows) == 1 else f"flow{i}_"
         m |= {p + k: f[k] for k in FLOW_METRICS if k in f}
+        if isinstance(f.get("udp"), dict):  # a UDP flow: its loss, rates and one-way delay
+            m |= {f"{p}udp_{k}": f["udp"][k] for k in UDP_METRICS if f["udp"].get(k) is not None}
     run = s.get("run", {})
     if isinstance(run, dict) and "jain_index" in run:
         m["jain_index"] = run["jain_index"]

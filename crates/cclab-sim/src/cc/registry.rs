@@ -104,7 +104,7 @@ pub struct AlgorithmInfo {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CcError {
     /// No algorithm or preset has this name.
-    #[error("unknown congestion control {name:?}: known are {}", .known.join(", "))]
+    #[error("unknown congestion control {}: known are {}", crate::config::shown(name), .known.join(", "))]
     UnknownAlgorithm {
         /// The name asked for.
         name: String,

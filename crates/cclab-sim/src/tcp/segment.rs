@@ -68,9 +68,11 @@ impl AckSeg {
     }
 }
 
-/// A TCP segment on the wire.
+/// A TCP segment on the wire (or, sharing the packet type, a UDP flow's datagram).
 #[derive(Debug, Clone, Copy)]
 pub enum Segment {
     Data(DataSeg),
     Ack(AckSeg),
+    /// Not TCP: a datagram of a UDP flow (`crate::udp`).
+    Udp(crate::udp::Datagram),
 }

@@ -263,6 +263,16 @@ impl Flow {
         Flow { fields }
     }
 
+    /// A UDP constant-bit-rate flow of `payload_bytes` datagrams at `rate_bps`.
+    pub fn udp(rate_bps: u64, payload_bytes: u32) -> Self {
+        let mut fields = Map::new();
+        fields.insert("cc".into(), json!("cubic"));
+        fields.insert("transport".into(), json!("udp"));
+        fields.insert("rate_bps".into(), json!(rate_bps));
+        fields.insert("payload_bytes".into(), json!(payload_bytes));
+        Flow { fields }
+    }
+
     fn set(mut self, key: &str, value: Value) -> Self {
         self.fields.insert(key.into(), value);
         self

@@ -1,0 +1,95 @@
+"""A kernel run ends clean however it ends (root): SIGINT, SIGTERM and SIGHUP tear it down (no
+namespace, temporary directory, record or traffic process left); after SIGKILL the next run
+reaps what the dead one left; a second run while one is going on is refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cclab.kernel.netns import REGISTRY, list_namespaces
+
+root_only = pytest.mark.skipif(
+    os.geteuid() != 0 or not os.path.exists("/dev/net/tun") or shutil.which("ip") is None,
+    reason="needs root, TUN and iproute2",
+)
+
+SCENARIO = ("name = 'sig'\nduration_s = 30\n[bottleneck]\nrate_bps = '20Mbps'\ndelay_ms = 10\nqueue_pkts = 100\n"
+            "[[flows]]\ncc = 'cubic'\n[[flows]]\ntransport = 'udp'\nrate_bps = '1Mbps'\n")
+
+
+def _helpers() -> list[int]:
+    """Live cclab traffic processes (any run)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"cclab.kernel.traffic" in cmd or b"cclab.kernel.udp" in cmd:
+                out.append(int(d.name))
+    return out
+
+
+def _start(tmp_path: Path) -> tuple[subprocess.Popen, set[str]]:
+    sc = tmp_path / "sig.toml"
+    sc.write_text(SCENARIO)
+    before = set(list_namespaces())
+    p = subprocess.Popen([sys.executable, "-m", "cclab", "run", str(sc), "--backend", "kernel", "-q",
+                          "-o", str(tmp_path / "out")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(_helpers()) < 4:  # 2 receivers, 2 senders
+        time.sleep(0.1)
+    assert len(_helpers()) >= 4, p.stderr.read() if p.poll() is not None else "no traffic started"
+    time.sleep(1.0)
+    return p, before
+
+
+def _records_of(pid: int) -> list[dict]:
+    recs = [json.loads(r.read_text()) for r in REGISTRY.glob("*.json")] if REGISTRY.is_dir() else []
+    return [r for r in recs if r.get("pid") == pid]
+
+
+@root_only
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_tears_the_run_down(tmp_path, sig):
+    p, before = _start(tmp_path)
+    tmp_dirs = [r["tmp"] for r in _records_of(p.pid)]
+    assert tmp_dirs and Path(tmp_dirs[0]).is_dir()
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 128 + sig, err
+    time.sleep(0.5)
+    assert set(list_namespaces()) <= before, "namespaces left"
+    assert not _helpers(), "traffic processes left"
+    assert not Path(tmp_dirs[0]).exists() and not _records_of(p.pid)
+
+
+@root_only
+def test_after_sigkill_the_next_run_reaps_and_a_second_run_is_refused(tmp_path):
+    p, before = _start(tmp_path)
+    rec = _records_of(p.pid)[0]
+    # A second run while this one is on: refused, naming the first.
+    sc = tmp_path / "sig.toml"
+    second = subprocess.run([sys.executable, "-m", "cclab", "run", str(sc), "--backend", "kernel", "-q",
+                             "-o", str(tmp_path / "out2")], capture_output=True, text=True, timeout=60)
+    assert second.returncode == 2 and "another kernel run is in progress" in second.stderr + second.stdout
+    p.kill()
+    p.wait()
+    time.sleep(1.0)
+    assert not _helpers(), "traffic processes outlived a SIGKILLed run (PR_SET_PDEATHSIG)"
+    assert set(rec["namespaces"]) <= set(list_namespaces())  # left behind, until the next run
+    from cclab.kernel.netns import reap_stale_runs
+
+    removed = reap_stale_runs()
+    assert set(rec["namespaces"]) <= set(removed)
+    assert set(list_namespaces()) <= before and not Path(rec["tmp"]).exists()
