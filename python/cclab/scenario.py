@@ -25,6 +25,7 @@ __all__ = [
     "Flow",
     "Link",
     "Duplex",
+    "Radio",
     "Host",
     "Node",
     "NetLink",
@@ -184,6 +185,60 @@ Qdisc = Annotated[Union[DropTailQdisc, RedQdisc, CodelQdisc, FqCodelQdisc, PieQd
 QDISC_KINDS = ("drop_tail", "red", "codel", "fq_codel", "pie")
 
 
+MOBILITY_CLASSES = ("static-strong", "static-weak", "walking", "car", "express-train")
+#: The fields of a radio table that describe the link's delay-spike process, which the two
+#: directions share (a fade stalls both): set on the forward direction only.
+_SPIKE_FIELDS = ("mobility", "spike_rate_per_s", "spike_duration_min_ms", "spike_duration_mean_ms")
+#: The 3G link of study S3 (docs/scenario.md#radio-links): a radio table on a link whose rates
+#: and delay are left out gives it these.
+RADIO_DOWN_BPS, RADIO_UP_BPS, RADIO_DELAY_MS = 384_000.0, 64_000.0, 150.0
+
+
+class Radio(_Strict):
+    """A 3G radio bearer after the link's serialisation (crates/cclab-net/src/radio): RLC
+    acknowledged mode and random delay spikes. A field left out takes the mobility class's
+    preset (PDU errors, spikes), else the paper's RLC: 42 B PDUs, 400 ms, MaxDAT 6, no errors,
+    no spikes. A string is a mobility class: ``radio = "car"``."""
+
+    mobility: Literal["static-strong", "static-weak", "walking", "car", "express-train"] | None = None
+    pdu_bytes: int | None = Field(default=None, ge=1)
+    #: Bernoulli PDU error probability (shorthand for pdu_loss_model).
+    pdu_loss: Prob | None = None
+    pdu_loss_model: LossModel | None = None
+    rlc_retx_interval_ms: float | None = Field(default=None, gt=0)
+    max_dat: int | None = Field(default=None, ge=1, le=40)
+    spike_rate_per_s: float | None = Field(default=None, ge=0)
+    spike_duration_min_ms: float | None = Field(default=None, ge=0)
+    spike_duration_mean_ms: float | None = Field(default=None, ge=0)
+
+    @field_validator("pdu_bytes", "rlc_retx_interval_ms", "spike_duration_min_ms", "spike_duration_mean_ms",
+                     mode="before")
+    @classmethod
+    def _parse_units(cls, v: Any, info: Any) -> Any:
+        return parse_quantity(v, info.field_name) if isinstance(v, (str, float)) else v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Radio":
+        if self.pdu_loss is not None and self.pdu_loss_model is not None:
+            raise ValueError("give either pdu_loss (Bernoulli) or pdu_loss_model, not both")
+        lo, mean = self.spike_duration_min_ms, self.spike_duration_mean_ms
+        if lo is not None and mean is not None and mean < lo:
+            raise ValueError(f"spike_duration_mean_ms: {mean} is not accepted: at least spike_duration_min_ms ({lo})")
+        return self
+
+    def core_dict(self, inherit: "Radio | None" = None) -> dict[str, Any]:
+        """The core's RadioSpec: fields given, else ``inherit``'s (a reverse direction takes the
+        forward's), ``pdu_loss`` folded into ``pdu_loss_model``."""
+        out: dict[str, Any] = {} if inherit is None else inherit.core_dict()
+        mine = self.model_dump(exclude_none=True)
+        if "pdu_loss" in mine:
+            mine["pdu_loss_model"] = {"kind": "bernoulli", "p": mine.pop("pdu_loss")}
+        out.update(mine)
+        if "pdu_bytes" in out:
+            out["pdu_bytes"] = int(round(out["pdu_bytes"]))
+        return out
+
+
 class Link(_Model):
     """One direction of a link. In a reverse block every field may be left out."""
 
@@ -202,6 +257,18 @@ class Link(_Model):
     #: Queue discipline (not inherited by the reverse direction): a kind name ("fq_codel") or a
     #: table ({ kind = "codel", target_ms = 5 }); default drop-tail.
     qdisc: Qdisc | None = None
+    #: A 3G radio bearer (RLC, delay spikes): a table or a mobility class's name. A reverse
+    #: direction takes the forward's settings field by field and may change the RLC's.
+    radio: Radio | None = None
+
+    @field_validator("radio", mode="before")
+    @classmethod
+    def _radio_by_class(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            if v not in MOBILITY_CLASSES:
+                raise ValueError(f"{v!r} is not accepted: a table, or a mobility class: {', '.join(MOBILITY_CLASSES)}")
+            return {"mobility": v}
+        return v
 
     @field_validator("qdisc", mode="before")
     @classmethod
@@ -235,6 +302,29 @@ class Duplex(Link):
     """A link's data direction, with the ACK direction in ``reverse``."""
 
     reverse: Link | None = None
+
+    @model_validator(mode="after")
+    def _radio_link(self) -> "Duplex":
+        """A radio link: spikes are the link's (forward only); rates and delay left out take
+        the 3G link's (384 kbit/s forward, 64 kbit/s reverse, 150 ms each way)."""
+        rev = self.reverse.radio if self.reverse is not None else None
+        if rev is not None:
+            for f in _SPIKE_FIELDS:
+                if getattr(rev, f) is not None:
+                    raise ValueError(f"reverse.radio.{f}: not accepted on the reverse direction: a fade stalls "
+                                     "both directions, so the spike process (mobility, spike_*) is set on the "
+                                     "forward direction and the reverse shares it")
+        if self.radio is None:
+            return self
+        if self.rate_bps is None and self.capacity_trace is None:
+            self.rate_bps = RADIO_DOWN_BPS
+            if self.reverse is None:
+                self.reverse = Link()
+            if self.reverse.rate_bps is None and self.reverse.capacity_trace is None:
+                self.reverse.rate_bps = RADIO_UP_BPS
+        if self.delay_ms is None:
+            self.delay_ms = RADIO_DELAY_MS
+        return self
 
 
 class HostStack(_Model):
@@ -805,6 +895,9 @@ class Scenario(_Model):
             loss_model = {"kind": "none"}
         delay = pick("delay_ms")
         extra: dict[str, Any] = {}
+        if link.radio is not None or (forward is not None and forward.radio is not None):
+            radio = link.radio or Radio()
+            extra["radio"] = radio.core_dict(forward.radio if forward is not None else None)
         if link.qdisc is not None and link.qdisc.kind != "drop_tail":
             q = link.qdisc.model_dump(exclude_none=True)
             extra["qdisc"] = {k: int(round(v)) if k.endswith(("_bytes", "_pkts", "_bps")) else v for k, v in q.items()}
@@ -937,9 +1030,10 @@ def _problems(err: ValidationError, model: type[BaseModel]) -> list[tuple[str, s
                                                        "middleware")):
             path, msg = m.group(1), m.group(2)
         elif m and e["type"] == "value_error":
-            # A model's own check naming one of its fields ("queue_pkts_by_node: ...").
+            # A model's own check naming one of its fields ("queue_pkts_by_node: ...") or a field
+            # inside one ("reverse.radio.mobility: ...").
             here = _model_at(model, tuple(e["loc"]))
-            if here is not None and m.group(1) in here.model_fields:
+            if here is not None and m.group(1).split(".")[0] in here.model_fields:
                 path, msg = f"{path}.{m.group(1)}", m.group(2)
         problems.append((path, msg))
     return problems

@@ -292,3 +292,30 @@ def test_receive_processing_is_steered_off_the_emulators_cpu(binary: Path, pair,
             assert int(out.replace(",", ""), 16) == (1 << last) - 1  # every CPU but the emulator's
     with LinkEmulator(_spec(pair, {}, {}), binary=binary, workdir=tmp_path) as emu:  # slow: not steered
         assert emu.proc is not None and len(os.sched_getaffinity(emu.proc.pid)) == os.cpu_count()
+
+
+def test_radio_link_retransmits_each_pdu_once_in_real_time(binary: Path, pair, tmp_path: Path) -> None:
+    # Gilbert-Elliott PDU errors that flip state on every draw (Bad, then Good): every PDU fails
+    # its first transmission and gets through on the second, so every packet is held exactly one
+    # RLC interval (100 ms) on top of the 10 ms delay, each way (crates/cclab-net/src/radio).
+    radio = {"pdu_loss_model": {"kind": "gilbert_elliott", "p_good_bad": 1, "p_bad_good": 1,
+                                "loss_good": 0, "loss_bad": 1},
+             "rlc_retx_interval_ms": 100}
+    spec = _spec(pair, {"delay_ms": 10, "radio": radio}, {"delay_ms": 10, "radio": radio})
+    spec["timestamps_path"] = str(tmp_path / "ts.csv")
+    with LinkEmulator(spec, binary=binary, workdir=tmp_path) as emu:
+        _address(pair)
+        listen = _in_ns(pair[1], TCP_LISTEN, B_ADDR)
+        ping = _in_ns(pair[0], TCP_HANDSHAKE_RTT, B_ADDR, "5")
+        rtts = _result(ping)["rtts_ms"]
+        assert _result(listen)["accepted"] == 5
+        time.sleep(0.5)  # the last FINs cross
+    stats = emu.stats
+    assert stats is not None
+    assert abs(statistics.median(rtts) - 220.0) < 1.0, rtts
+    for link in stats["links"]:
+        assert link["dropped_rlc_pkts"] == 0 and link["in_flight_pkts"] == 0, link
+    rows = (tmp_path / "ts.csv").read_text().splitlines()[1:]
+    recs = [tuple(int(x) for x in r.split(",")) for r in rows]
+    assert len(recs) >= 20
+    assert all(m - i == 110_000_000 and o >= m for (_, _, _, i, m, o) in recs)

@@ -8,7 +8,7 @@ use crate::spec::Spec;
 use crate::stats::{Histogram, LinkCounters, PortCounters};
 use cclab_net::dcf::BROADCAST;
 use cclab_net::link::{DropReason, Link, LinkStats};
-use cclab_net::{rng, Medium, NetPacket};
+use cclab_net::{radio, rng, Medium, NetPacket};
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
@@ -176,10 +176,11 @@ impl Router {
         let mut elements: Vec<Box<dyn Medium<Pkt>>> = Vec::new();
         let mut lane_names = Vec::new();
         for l in &spec.links {
-            elements.push(Box::new(Link::new(
-                l.config.clone(),
-                rng::stream(spec.seed, &l.name),
-            )));
+            // A radio link's two directions draw their fades from one stream (both stall).
+            elements.push(Box::new(
+                Link::new(l.config.clone(), rng::stream(spec.seed, &l.name))
+                    .with_spike_rng(radio::spike_rng(spec.seed, &l.name)),
+            ));
             lane_names.push(l.name.clone());
         }
         for m in &spec.media {
@@ -669,6 +670,60 @@ mod tests {
             c.in_pkts,
             out.len() as u64 + st.dropped_random_pkts + st.dropped_queue_full_pkts
         );
+    }
+
+    #[test]
+    fn a_radio_link_runs_the_simulators_model_in_the_router() {
+        // A 3G downlink with RLC errors, discards (MaxDAT 3) and random fades: driven as the
+        // real-time loop drives it, the router hands out exactly what the same link built from
+        // (seed, name) does, at the same times, and counts the RLC's discards.
+        let s = spec(
+            r#"[{"name": "cell.fwd", "rate_bps": 384000, "delay_ms": 150,
+                 "radio": {"pdu_loss_model": {"kind": "bernoulli", "p": 0.1}, "max_dat": 3,
+                           "spike_rate_per_s": 0.2, "spike_duration_mean_ms": 1500}}]"#,
+            r#"[{"from": "a", "to": "b", "links": ["cell.fwd"]}]"#,
+        );
+        let mut r = Router::new(&s);
+        let mut l: Link<Pkt> = Link::new(s.links[0].config.clone(), rng::stream(3, "cell.fwd"))
+            .with_spike_rng(radio::spike_rng(3, "cell.fwd"));
+        let (mut got, mut want, mut want_drops) = (vec![], vec![], 0u64);
+        let mut take = |r: &mut Router, l: &mut Link<Pkt>, until: u64| {
+            while let Some(t) = r.next_event_ns().filter(|&t| t <= until) {
+                r.service(t, &mut got);
+            }
+            while let Some(t) = l.next_arrival_ns().filter(|&t| t <= until) {
+                want.extend(std::iter::from_fn(|| l.pop_arrived(t)).map(|_| t));
+                while let Some((_, d)) = l.pop_dropped() {
+                    assert_eq!(d.reason, DropReason::Rlc);
+                    want_drops += 1;
+                }
+            }
+        };
+        for i in 0..2000u64 {
+            let t = i * 40_000_000;
+            take(&mut r, &mut l, t);
+            assert_eq!(r.ingress(t, 0, &ip([10, 0, 0, 2], 1000)), Ingress::Queued);
+            let p = Pkt {
+                data: vec![0; 1000],
+                route: 0,
+                hop: 0,
+                in_ns: 0,
+            };
+            l.enqueue(t, p).unwrap();
+        }
+        take(&mut r, &mut l, u64::MAX);
+        let times: Vec<u64> = got.iter().map(|o| o.model_ns).collect();
+        assert_eq!(times, want);
+        let st = *r.lane_stats(0);
+        assert!(st.dropped_rlc_pkts > 10, "{st:?}");
+        assert_eq!(st.dropped_rlc_pkts, want_drops);
+        assert_eq!(got.len() as u64 + st.dropped_rlc_pkts, 2000);
+        assert_eq!(
+            r.lane_counters[0].in_flight_pkts, 0,
+            "discards leave the lane"
+        );
+        let doc = crate::stats::stats_json(&r, 80.0, 0);
+        assert_eq!(doc["links"][0]["dropped_rlc_pkts"], st.dropped_rlc_pkts);
     }
 
     /// Ports a, b, c; a cell whose port 0 is a, 1 is c, 2 (the AP) leads to b; a link "wan"

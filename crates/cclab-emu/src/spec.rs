@@ -536,7 +536,7 @@ fn net_err(e: NetError, f: &str) -> SpecError {
 
 /// One link: `name`, an optional shorthand `loss` (Bernoulli probability), and the scenario's
 /// LinkSpec fields (rate_bps, capacity_trace_text, delay_ms, queue_pkts, queue_bytes,
-/// loss_model, outages, delay_spikes).
+/// loss_model, outages, delay_spikes, ecn_threshold_pkts, qdisc, radio).
 fn link_def(v: Value, f: &str) -> Result<LinkDef, SpecError> {
     let serde_json::Value::Object(mut m) = v else {
         return Err(err(f, "an object with a name and LinkSpec fields"));
@@ -608,6 +608,12 @@ fn link_config(spec: &LinkSpec, loss: Option<f64>, f: &str) -> Result<LinkConfig
             format!("{f}.capacity_trace_text"),
             "give either rate_bps or capacity_trace_text, not both",
         ));
+    }
+    if let Some(r) = &spec.radio {
+        r.validate(&format!("{f}.radio")).map_err(|e| match e {
+            cclab_net::NetError::Field { field, message } => err(field, message),
+            other => err(format!("{f}.radio"), other.to_string()),
+        })?;
     }
     let mut cfg = spec
         .link_config()
@@ -692,6 +698,12 @@ mod tests {
             "\"dev\": \"a-very-long-device-name\", \"addrs\": [\"10.77.0.1\"]",
         );
         assert_eq!(field_of(&bad), "ports[0].dev");
+        let bad = EXAMPLE.replace("\"loss\": 0.01", "\"radio\": {\"max_dat\": 99}");
+        let e = Spec::parse(&bad).unwrap_err();
+        assert_eq!(e.field, "links[0].radio.max_dat", "{e:?}");
+        let good = EXAMPLE.replace("\"loss\": 0.01", "\"radio\": {\"mobility\": \"car\"}");
+        let s = Spec::parse(&good).unwrap();
+        assert!(s.links[0].config.radio.is_some());
     }
 
     #[test]

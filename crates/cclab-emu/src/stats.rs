@@ -128,6 +128,7 @@ pub fn stats_json(r: &Router, duration_s: f64, behind_events: u64) -> Value {
                 "dropped_queue_full_pkts": s.dropped_queue_full_pkts,
                 "dropped_aqm_pkts": s.dropped_aqm_pkts,
                 "dropped_retry_pkts": s.dropped_retry_pkts,
+                "dropped_rlc_pkts": s.dropped_rlc_pkts,
                 "ce_marks": s.ce_marks,
                 "delivered_pkts": c.delivered_pkts,
                 "delivered_bytes": c.delivered_bytes,

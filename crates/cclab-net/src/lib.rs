@@ -33,6 +33,7 @@ pub mod mesh;
 pub mod model;
 pub mod packet;
 pub mod qdisc;
+pub mod radio;
 pub mod rng;
 pub mod schedule;
 pub mod shared;
@@ -49,8 +50,9 @@ pub use mesh::{MeshChain, MeshSpec};
 pub use model::{MediumKind, MediumModel};
 pub use packet::{Ecn, NetPacket};
 pub use qdisc::QdiscConfig;
+pub use radio::{Mobility, RadioConfig};
 pub use shared::{SharedChannel, SharedSpec};
-pub use spec::{DelaySpikeSpec, LinkSpec, OutageSpec};
+pub use spec::{DelaySpikeSpec, LinkSpec, OutageSpec, RadioSpec};
 pub use topology::{Dir, Graph, Hop, LinkPairSpec, MediumSpec, NodeKind, NodeSpec};
 
 /// Nanoseconds per microsecond.

@@ -19,6 +19,12 @@
 //! than the previous packet's arrival. So a packet costs its driver one wake-up (its arrival),
 //! and queue occupancy is tracked with counters advanced lazily as `now` moves.
 //!
+//! With a radio model ([`crate::radio`]: RLC acknowledged mode and random delay spikes), a
+//! packet's transmission also carries its retransmitted PDUs, it reaches the far end when its
+//! last PDU is through (plus the delay), in sequence, and not during a fade; a packet the RLC
+//! discards stays in the FIFO until its discard time (it holds back the packets behind it) and
+//! then comes out of [`Link::pop_dropped`] as [`DropReason::Rlc`].
+//!
 //! With an AQM ([`QdiscConfig`]: RED, CoDel, FQ-CoDel, PIE) step 2 and 3 are the AQM's, and
 //! packets wait inside it: the transmitter pulls them lazily, one at a time, whenever it is free
 //! at a time `tf <= now` (the AQM dequeues at `tf`, its clock, so sojourn times are exact), then
@@ -35,6 +41,7 @@ use crate::error::NetError;
 use crate::loss::{Loss, LossModel};
 use crate::packet::NetPacket;
 use crate::qdisc::{Aqm, Out, QdiscConfig};
+use crate::radio::{RadioConfig, Rlc, SpikeProcess};
 use crate::schedule::{OutageSchedule, SpikeSchedule};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -81,6 +88,10 @@ pub struct LinkConfig {
     /// AQM, which queues, drops and marks by its own rules.
     #[serde(default, skip_serializing_if = "QdiscConfig::is_drop_tail")]
     pub qdisc: QdiscConfig,
+    /// A 3G radio bearer after the serialisation (RLC acknowledged mode, random delay spikes);
+    /// `None`: a wire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub radio: Option<RadioConfig>,
 }
 
 impl LinkConfig {
@@ -126,6 +137,9 @@ impl LinkConfig {
             _ => None,
         };
         self.qdisc.validate_for_rate(rate)?;
+        if let Some(r) = &self.radio {
+            r.validate().map_err(|e| e.in_field("radio"))?;
+        }
         self.loss.validate().map_err(|e| e.in_field("loss"))
     }
 }
@@ -142,6 +156,8 @@ pub enum DropReason {
     /// A MAC gave up on the frame: every attempt allowed by its retry limit failed (an 802.11
     /// cell, [`crate::dcf`]: collisions or frame errors).
     Retry,
+    /// The RLC discarded it: one of its PDUs failed MaxDAT transmissions ([`crate::radio`]).
+    Rlc,
 }
 
 impl DropReason {
@@ -153,6 +169,7 @@ impl DropReason {
             DropReason::QueueFull => "queue_full",
             DropReason::Aqm => "aqm",
             DropReason::Retry => "retry",
+            DropReason::Rlc => "rlc",
         }
     }
 }
@@ -191,6 +208,10 @@ pub struct LinkStats {
     /// (and the reference trace hashes) are unchanged.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped_retry_pkts: u64,
+    /// Packets the RLC discarded after MaxDAT transmissions of a PDU ([`DropReason::Rlc`];
+    /// counted at the discard). Left out of the serialised counters while 0, as above.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_rlc_pkts: u64,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -198,12 +219,14 @@ fn is_zero(v: &u64) -> bool {
 }
 
 impl LinkStats {
-    /// Packets dropped for any reason (random loss, a full queue, an AQM, a MAC's retry limit).
+    /// Packets dropped for any reason (random loss, a full queue, an AQM, a MAC's retry limit,
+    /// the RLC).
     pub fn dropped_pkts(&self) -> u64 {
         self.dropped_random_pkts
             + self.dropped_queue_full_pkts
             + self.dropped_aqm_pkts
             + self.dropped_retry_pkts
+            + self.dropped_rlc_pkts
     }
 }
 
@@ -212,6 +235,8 @@ struct Entry<P> {
     arrival_ns: u64,
     depart_ns: u64,
     bytes: u32,
+    /// The RLC discards it at `arrival_ns` instead of handing it out.
+    rlc_drop: bool,
     pkt: P,
 }
 
@@ -242,6 +267,17 @@ pub struct Link<P> {
     stats: LinkStats,
     /// The AQM and its state; None: drop-tail (the fast path above).
     aqm: Option<Box<AqmLink<P>>>,
+    /// The radio model and its state; None: a wire.
+    radio: Option<Box<RadioLink<P>>>,
+}
+
+/// What a link with a radio model keeps beside it.
+#[derive(Debug)]
+struct RadioLink<P> {
+    rlc: Rlc,
+    spikes: SpikeProcess,
+    /// Packets the RLC discarded, with the time, for [`Link::pop_dropped`].
+    dropped: VecDeque<(u64, P)>,
 }
 
 /// What a link with an AQM keeps beside it.
@@ -281,8 +317,23 @@ impl<P: NetPacket> Link<P> {
                     poll_pending: false,
                 })
             });
+        // The RLC's PDU errors and (unless a driver shares them, `with_spike_rng`) the fades
+        // come from further streams of the same key, so the loss draws stay the same.
+        let radio = cfg.radio.as_ref().map(|r| {
+            let sub = |offset: u64| {
+                let mut s = rng.clone();
+                s.set_stream(rng.get_stream() ^ offset);
+                s
+            };
+            Box::new(RadioLink {
+                rlc: Rlc::new(r, cfg.capacity.as_ref(), sub(RLC_STREAM)),
+                spikes: SpikeProcess::new(r, sub(SPIKE_STREAM)),
+                dropped: VecDeque::new(),
+            })
+        });
         Link {
             aqm,
+            radio,
             loss: Loss::new(cfg.loss.clone(), rng),
             outages: OutageSchedule::new(&cfg.outages),
             spikes: SpikeSchedule::new(&cfg.delay_spikes),
@@ -298,6 +349,16 @@ impl<P: NetPacket> Link<P> {
             next_opportunity: 0,
             stats: LinkStats::default(),
         }
+    }
+
+    /// The link with its radio's delay spikes drawn from `rng` ([`crate::radio::spike_rng`]):
+    /// give the two directions of a link the same stream and they stall together. Without a
+    /// radio model, the link is unchanged.
+    pub fn with_spike_rng(mut self, rng: ChaCha8Rng) -> Self {
+        if let (Some(st), Some(r)) = (self.radio.as_deref_mut(), self.cfg.radio.as_ref()) {
+            st.spikes = SpikeProcess::new(r, rng);
+        }
+        self
     }
 
     /// Move the clock to `now_ns` (never back) and account transmissions finished by then.
@@ -402,6 +463,9 @@ impl<P: NetPacket> Link<P> {
     #[inline(always)]
     fn transmit(&mut self, ready: u64, bytes: u32, pkt: P) {
         let now = self.now_ns;
+        if self.radio.is_some() {
+            return self.transmit_radio(ready, bytes, pkt);
+        }
         let depart = self.departure(ready, bytes);
         debug_assert!(depart >= ready);
         self.last_depart_ns = depart;
@@ -412,10 +476,68 @@ impl<P: NetPacket> Link<P> {
             .max(self.last_arrival_ns);
         self.last_arrival_ns = arrival;
         self.stats.tx_bytes = self.stats.tx_bytes.saturating_add(u64::from(bytes));
+        self.queue_entry(now, depart, arrival, bytes, false, pkt);
+    }
+
+    /// [`Link::transmit`] through the radio model: the RLC draws the packet's PDU errors, the
+    /// transmission carries the retransmitted PDUs too, the packet is through when its last PDU
+    /// is (or discarded), then the delay and the scheduled spikes apply, in sequence, and the
+    /// arrival waits out any fade.
+    #[cold]
+    #[inline(never)]
+    fn transmit_radio(&mut self, ready: u64, bytes: u32, pkt: P) {
+        let now = self.now_ns;
+        let Some(st) = self.radio.as_deref_mut() else {
+            return;
+        };
+        let (retx_bytes, discard) = st.rlc.draw(bytes);
+        let on_air = bytes.saturating_add(u32::try_from(retx_bytes).unwrap_or(u32::MAX));
+        let depart = self.departure(ready, on_air);
+        debug_assert!(depart >= ready);
+        self.last_depart_ns = depart;
+        let Some(st) = self.radio.as_deref_mut() else {
+            return;
+        };
+        // When PDU j ends its first transmission: the packet's PDUs go first in its slot, its
+        // retransmitted PDUs' work after them. With a trace (or no rate), at the departure.
+        let done = match self.cfg.capacity {
+            Some(Capacity::Rate { rate_bps }) => {
+                let start = depart.saturating_sub(Capacity::tx_time_ns(rate_bps, on_air));
+                let rlc = &st.rlc;
+                rlc.done_ns(|j| {
+                    start.saturating_add(Capacity::tx_time_ns(rate_bps, rlc.bytes_through_pdu(j)))
+                })
+            }
+            _ => st.rlc.done_ns(|_| depart),
+        };
+        let extra = self.spikes.extra_at(depart);
+        let arrival = done
+            .saturating_add(self.cfg.delay_ns)
+            .saturating_add(extra)
+            .max(self.last_arrival_ns);
+        let arrival = st.spikes.hold(arrival);
+        self.last_arrival_ns = arrival;
+        self.stats.tx_bytes = self.stats.tx_bytes.saturating_add(u64::from(on_air));
+        self.queue_entry(now, depart, arrival, bytes, discard, pkt);
+    }
+
+    /// Put a packet whose departure and arrival are fixed into the FIFO, counting it as queued
+    /// until it departs.
+    #[inline(always)]
+    fn queue_entry(
+        &mut self,
+        now: u64,
+        depart: u64,
+        arrival: u64,
+        bytes: u32,
+        rlc_drop: bool,
+        pkt: P,
+    ) {
         self.fifo.push_back(Entry {
             arrival_ns: arrival,
             depart_ns: depart,
             bytes,
+            rlc_drop,
             pkt,
         });
         if depart > now {
@@ -515,15 +637,22 @@ impl<P: NetPacket> Link<P> {
     /// catches up to it), so a driver should collect them after each call. Packets dropped at
     /// enqueue are not here: they come back from [`Link::enqueue`]. At most
     /// [`crate::qdisc::MAX_PENDING_DROPS`] are kept (older ones are forgotten, still counted).
+    ///
+    /// With a radio model, packets the RLC discarded come out here too ([`DropReason::Rlc`]),
+    /// at the time they would have reached the far end (the discard plus the delay: when the
+    /// packets behind them go on).
     pub fn pop_dropped(&mut self) -> Option<(u64, Dropped<P>)> {
-        let (t, pkt) = self.aqm.as_deref_mut()?.dropped.pop_front()?;
-        Some((
-            t,
-            Dropped {
-                pkt,
-                reason: DropReason::Aqm,
-            },
-        ))
+        if let Some((t, pkt)) = self
+            .aqm
+            .as_deref_mut()
+            .and_then(|st| st.dropped.pop_front())
+        {
+            let reason = DropReason::Aqm;
+            return Some((t, Dropped { pkt, reason }));
+        }
+        let (t, pkt) = self.radio.as_deref_mut()?.dropped.pop_front()?;
+        let reason = DropReason::Rlc;
+        Some((t, Dropped { pkt, reason }))
     }
 
     /// When the driver must call back, ns: the earliest packet still in flight reaches the far
@@ -541,8 +670,8 @@ impl<P: NetPacket> Link<P> {
     /// The next packet that has reached the far end by `now_ns`, in FIFO order.
     #[inline]
     pub fn pop_arrived(&mut self, now_ns: u64) -> Option<P> {
-        if self.aqm.is_some() {
-            return self.pop_arrived_aqm(now_ns);
+        if self.aqm.is_some() || self.radio.is_some() {
+            return self.pop_arrived_late(now_ns);
         }
         if self.fifo.front()?.arrival_ns > now_ns.max(self.now_ns) {
             return None;
@@ -562,17 +691,27 @@ impl<P: NetPacket> Link<P> {
         Some(e.pkt)
     }
 
-    /// [`Link::pop_arrived`] with an AQM: catch up to `now_ns` first (kept apart so drop-tail's
-    /// path stays as it was).
+    /// [`Link::pop_arrived`] with an AQM or a radio model: catch up to `now_ns` first, and
+    /// set aside the packets the RLC discarded (kept apart so drop-tail's path stays as it
+    /// was).
     #[cold]
     #[inline(never)]
-    fn pop_arrived_aqm(&mut self, now_ns: u64) -> Option<P> {
+    fn pop_arrived_late(&mut self, now_ns: u64) -> Option<P> {
         let now = self.catch_up(now_ns);
-        if self.fifo.front()?.arrival_ns > now {
-            return None;
-        }
-        let e = self.fifo.pop_front()?;
-        self.popped += 1;
+        let e = loop {
+            if self.fifo.front()?.arrival_ns > now {
+                return None;
+            }
+            let e = self.fifo.pop_front()?;
+            self.popped += 1;
+            if !e.rlc_drop {
+                break e;
+            }
+            self.stats.dropped_rlc_pkts = self.stats.dropped_rlc_pkts.saturating_add(1);
+            if let Some(st) = self.radio.as_deref_mut() {
+                st.dropped.push_back((e.arrival_ns, e.pkt));
+            }
+        };
         self.stats.delivered_pkts = self.stats.delivered_pkts.saturating_add(1);
         self.stats.delivered_bytes = self
             .stats
@@ -665,6 +804,10 @@ impl<P: NetPacket> crate::medium::Medium<P> for Link<P> {
 
 /// Stream (nonce) offset of a link's AQM draws from its loss draws ("AQM" in ASCII).
 const AQM_STREAM: u64 = 0x41_51_4d;
+/// Stream offset of a link's RLC PDU-error draws ("RLC").
+const RLC_STREAM: u64 = 0x52_4c_43;
+/// Stream offset of a link's own delay-spike draws ("SPK"), when no shared stream is given.
+const SPIKE_STREAM: u64 = 0x53_50_4b;
 
 #[cfg(test)]
 mod tests {

@@ -8,6 +8,7 @@ use crate::error::NetError;
 use crate::link::{DelaySpike, LinkConfig, Outage, QueueLimit};
 use crate::loss::LossModel;
 use crate::qdisc::QdiscConfig;
+use crate::radio::{Mobility, RadioConfig};
 use crate::{NS_PER_MS, NS_PER_S};
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +47,123 @@ pub struct LinkSpec {
     /// Queue discipline: drop-tail (default), RED, CoDel, FQ-CoDel or PIE ([`QdiscConfig`]).
     #[serde(default, skip_serializing_if = "QdiscConfig::is_drop_tail")]
     pub qdisc: QdiscConfig,
+    /// A 3G radio bearer after the serialisation ([`RadioSpec`]); None: a wire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub radio: Option<RadioSpec>,
+}
+
+/// A link direction's 3G radio bearer ([`crate::radio`]) in the scenario's units. A field left
+/// out takes the mobility class's preset (`pdu_loss_model` and the three `spike_` fields), else
+/// the paper's RLC (42 B PDUs, 400 ms, MaxDAT 6), error-free PDUs and no random spikes.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RadioSpec {
+    /// Mobility class whose preset fills the fields left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mobility: Option<Mobility>,
+    /// RLC PDU payload, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pdu_bytes: Option<u32>,
+    /// Error process of PDU transmissions (the forms of `loss_model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pdu_loss_model: Option<LossModel>,
+    /// Time from one transmission of a PDU to the next, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rlc_retx_interval_ms: Option<f64>,
+    /// Transmissions of a PDU before its packet is discarded (MaxDAT).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_dat: Option<u32>,
+    /// Random delay spikes (fades) per second of radio-up time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spike_rate_per_s: Option<f64>,
+    /// Shortest fade, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spike_duration_min_ms: Option<f64>,
+    /// Mean fade, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spike_duration_mean_ms: Option<f64>,
+}
+
+impl RadioSpec {
+    /// Check every value; the error names the field under `path` (`bottleneck.radio.max_dat`).
+    pub fn validate(&self, path: &str) -> Result<(), NetError> {
+        for (name, v) in [
+            ("rlc_retx_interval_ms", self.rlc_retx_interval_ms),
+            ("spike_rate_per_s", self.spike_rate_per_s),
+            ("spike_duration_min_ms", self.spike_duration_min_ms),
+            ("spike_duration_mean_ms", self.spike_duration_mean_ms),
+        ] {
+            if let Some(v) = v {
+                check_nonneg(&format!("{path}.{name}"), v)?;
+            }
+        }
+        let c = self.radio_config();
+        if c.spike_duration_mean_ns < c.spike_duration_min_ns {
+            let ms = |ns: u64| ns as f64 / NS_PER_MS as f64;
+            return Err(NetError::field(
+                format!("{path}.spike_duration_mean_ms"),
+                format!(
+                    "{} is not accepted: at least spike_duration_min_ms ({})",
+                    ms(c.spike_duration_mean_ns),
+                    ms(c.spike_duration_min_ns)
+                ),
+            ));
+        }
+        c.validate().map_err(|e| match e {
+            NetError::InvalidField {
+                field,
+                value,
+                accepted,
+            } => {
+                // The config's names in ns back to the scenario's in ms.
+                let field = match field.as_str() {
+                    "rlc_retx_interval_ns" => "rlc_retx_interval_ms".to_string(),
+                    f => f.replacen("pdu_loss", "pdu_loss_model", 1),
+                };
+                NetError::field(
+                    format!("{path}.{field}"),
+                    format!("{value} is not accepted: {accepted}"),
+                )
+            }
+            other => NetError::field(path, other.to_string()),
+        })
+    }
+
+    /// The radio model in the link's units: the mobility preset, then every field given.
+    pub fn radio_config(&self) -> RadioConfig {
+        let mut c = RadioConfig::default();
+        if let Some(m) = self.mobility {
+            let p = m.preset();
+            c.pdu_loss = p.pdu_loss;
+            c.spike_rate_per_s = p.spike_rate_per_s;
+            c.spike_duration_min_ns = p.spike_duration_min_ns;
+            c.spike_duration_mean_ns = p.spike_duration_mean_ns;
+        }
+        if let Some(v) = self.pdu_bytes {
+            c.pdu_bytes = v;
+        }
+        if let Some(v) = &self.pdu_loss_model {
+            c.pdu_loss = v.clone();
+        }
+        if let Some(v) = self.rlc_retx_interval_ms {
+            c.rlc_retx_interval_ns = ms_to_ns(v);
+        }
+        if let Some(v) = self.max_dat {
+            c.max_dat = v;
+        }
+        if let Some(v) = self.spike_rate_per_s {
+            c.spike_rate_per_s = v;
+        }
+        if let Some(v) = self.spike_duration_min_ms {
+            c.spike_duration_min_ns = ms_to_ns(v);
+            // A minimum above the preset's mean moves the mean with it, unless one is given.
+            c.spike_duration_mean_ns = c.spike_duration_mean_ns.max(c.spike_duration_min_ns);
+        }
+        if let Some(v) = self.spike_duration_mean_ms {
+            c.spike_duration_mean_ns = ms_to_ns(v);
+        }
+        c
+    }
 }
 
 impl Default for LinkSpec {
@@ -62,6 +180,7 @@ impl Default for LinkSpec {
             delay_spikes: Vec::new(),
             ecn_threshold_pkts: None,
             qdisc: QdiscConfig::DropTail,
+            radio: None,
         }
     }
 }
@@ -124,6 +243,7 @@ impl LinkSpec {
             && self.delay_spikes.is_empty()
             && self.ecn_threshold_pkts.is_none()
             && self.qdisc.is_drop_tail()
+            && self.radio.is_none()
     }
 
     /// Check every value; the error names the field under `path` (`links[0].fwd.delay_ms`).
@@ -191,6 +311,9 @@ impl LinkSpec {
             check_nonneg(&format!("{path}.outages[{i}].start_s"), o.start_s)?;
             check_nonneg(&format!("{path}.outages[{i}].duration_s"), o.duration_s)?;
         }
+        if let Some(r) = &self.radio {
+            r.validate(&format!("{path}.radio"))?;
+        }
         for (i, o) in self.delay_spikes.iter().enumerate() {
             check_nonneg(&format!("{path}.delay_spikes[{i}].start_s"), o.start_s)?;
             check_nonneg(
@@ -245,6 +368,7 @@ impl LinkSpec {
                 .collect(),
             ecn_threshold_pkts: self.ecn_threshold_pkts,
             qdisc: self.qdisc.clone(),
+            radio: self.radio.as_ref().map(RadioSpec::radio_config),
         })
     }
 }
@@ -315,5 +439,84 @@ mod tests {
         .link_config()
         .unwrap();
         assert_eq!((c.delay_ns, c.queue), (2_500_000, QueueLimit::Packets(4)));
+    }
+
+    #[test]
+    fn radio_takes_the_preset_then_each_field_given() {
+        let spec: LinkSpec = serde_json::from_str(
+            r#"{"rate_bps": 384000, "radio": {"mobility": "car", "max_dat": 4,
+                "spike_duration_mean_ms": 1000}}"#,
+        )
+        .unwrap();
+        assert!(!spec.is_ideal());
+        spec.validate("bottleneck").unwrap();
+        let r = spec.link_config().unwrap().radio.unwrap();
+        let car = Mobility::Car.preset();
+        assert_eq!(r.pdu_loss, car.pdu_loss);
+        assert_eq!(r.spike_rate_per_s, car.spike_rate_per_s);
+        assert_eq!(r.max_dat, 4);
+        assert_eq!(r.spike_duration_mean_ns, 1_000_000_000);
+        assert_eq!((r.pdu_bytes, r.rlc_retx_interval_ns), (42, 400_000_000));
+        // No mobility: the paper's RLC, error-free, no spikes.
+        let plain = RadioSpec::default().radio_config();
+        assert_eq!(plain, RadioConfig::default());
+        assert!(serde_json::from_str::<RadioSpec>(r#"{"mobility": "bike"}"#).is_err());
+        assert!(serde_json::from_str::<RadioSpec>(r#"{"pdu_size": 40}"#).is_err());
+    }
+
+    #[test]
+    fn radio_errors_name_the_scenario_field() {
+        let f = |r: RadioSpec| match (LinkSpec {
+            radio: Some(r),
+            ..LinkSpec::default()
+        })
+        .validate("links[0].reverse")
+        {
+            Err(NetError::Field { field, message }) => (field, message),
+            other => panic!("{other:?}"),
+        };
+        let (field, msg) = f(RadioSpec {
+            max_dat: Some(0),
+            ..RadioSpec::default()
+        });
+        assert_eq!(field, "links[0].reverse.radio.max_dat");
+        assert!(msg.contains("1 to 40"), "{msg}");
+        let (field, _) = f(RadioSpec {
+            rlc_retx_interval_ms: Some(0.0),
+            ..RadioSpec::default()
+        });
+        assert_eq!(field, "links[0].reverse.radio.rlc_retx_interval_ms");
+        let (field, _) = f(RadioSpec {
+            spike_rate_per_s: Some(-1.0),
+            ..RadioSpec::default()
+        });
+        assert_eq!(field, "links[0].reverse.radio.spike_rate_per_s");
+        let (field, msg) = f(RadioSpec {
+            spike_duration_min_ms: Some(500.0),
+            spike_duration_mean_ms: Some(100.0),
+            ..RadioSpec::default()
+        });
+        assert_eq!(field, "links[0].reverse.radio.spike_duration_mean_ms");
+        assert_eq!(
+            msg,
+            "100 is not accepted: at least spike_duration_min_ms (500)"
+        );
+        // Against the preset's minimum (300 ms) too.
+        let (field, _) = f(RadioSpec {
+            mobility: Some(Mobility::Car),
+            spike_duration_mean_ms: Some(200.0),
+            ..RadioSpec::default()
+        });
+        assert_eq!(field, "links[0].reverse.radio.spike_duration_mean_ms");
+        let (field, _) = f(RadioSpec {
+            pdu_loss_model: Some(LossModel::Bernoulli { p: 2.0 }),
+            ..RadioSpec::default()
+        });
+        assert_eq!(field, "links[0].reverse.radio.pdu_loss_model.p");
+        let (field, _) = f(RadioSpec {
+            pdu_bytes: Some(0),
+            ..RadioSpec::default()
+        });
+        assert_eq!(field, "links[0].reverse.radio.pdu_bytes");
     }
 }

@@ -23,8 +23,8 @@ use crate::agents::{Agents, Terminal};
 use crate::middleware::TerminalCounter;
 use cclab_net::link::{Dropped, Link};
 use cclab_net::packet::NetPacket;
-use cclab_net::rng;
 use cclab_net::Ecn;
+use cclab_net::{radio, rng};
 
 /// Receive window used when the scenario sets none: large enough never to limit.
 const UNLIMITED_RWND_BYTES: u64 = 1 << 40;
@@ -168,12 +168,16 @@ impl World {
             let cfg = l.spec.link_config().map_err(|e| {
                 SimError::Config(ConfigError::new(format!("{}.capacity_trace", l.field), e))
             })?;
-            let link: Box<dyn Medium<Packet>> =
-                Box::new(Link::new(cfg, rng::stream(sc.seed, &l.name)));
+            // A radio link's two directions draw their fades from one stream (both stall).
+            let link: Box<dyn Medium<Packet>> = Box::new(
+                Link::new(cfg, rng::stream(sc.seed, &l.name))
+                    .with_spike_rng(radio::spike_rng(sc.seed, &l.name)),
+            );
             links.push(LinkSlot {
                 name: l.name.clone(),
                 link,
-                late_drops: !l.spec.qdisc.is_drop_tail(),
+                // An AQM drops from its queue, the RLC discards late: both come out later.
+                late_drops: !l.spec.qdisc.is_drop_tail() || l.spec.radio.is_some(),
                 first_lane: lane_names.len() as u32,
                 local_drops: Vec::new(),
             });
