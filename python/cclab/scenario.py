@@ -623,15 +623,19 @@ class Flow(_Model):
 
     @model_validator(mode="after")
     def _transport_fields(self) -> "Flow":
+        # A field "given" is one away from its default: a scenario dumped and loaded again (every
+        # field then set, at its default) must load as before.
+        fields = type(self).model_fields
+        given = {k for k in self.model_fields_set if getattr(self, k) != fields[k].get_default(call_default_factory=True)}
         if self.transport == "udp":
             if self.rate_bps is None:
                 raise ValueError("a UDP flow needs rate_bps (its sending rate)")
-            tcp_only = sorted(set(_TCP_ONLY) & self.model_fields_set)
+            tcp_only = sorted(set(_TCP_ONLY) & given)
             if tcp_only:
                 raise ValueError(f"TCP settings, not for a UDP flow: {', '.join(tcp_only)}")
         else:
             for k in ("rate_bps", "payload_bytes"):
-                if k in self.model_fields_set:
+                if k in given:
                     raise ValueError(f'{k} is only for transport = "udp" (a TCP flow\'s rate is its congestion control\'s)')
         return self
 

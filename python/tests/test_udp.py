@@ -80,3 +80,13 @@ def test_offered_above_capacity_is_cut_to_the_link_rate():
     carried = 10e6 * 1472 / 1500
     assert u["receive_rate_bps"] == pytest.approx(carried, rel=0.01)
     assert u["loss"] == pytest.approx(1 - carried / 20e6, abs=0.01)
+
+
+@needs_core
+def test_a_loaded_scenario_loads_again_with_overrides():
+    """A Scenario object (every field set, at its default or not) reloads with overrides, for
+    TCP and UDP flows alike (the sweep and cclab.simulate(sc, **overrides) do this)."""
+    sc = load_scenario(scenario({"cc": "reno"}, {"transport": "udp", "rate_bps": "2Mbps"}))
+    again = load_scenario(sc, duration_s=2)
+    assert again.duration_s == 2 and again.flows[1].rate_bps == 2e6 and again.flows[0].cc == "reno"
+    assert cclab.simulate(sc, duration_s=1).summary["flows"][1]["udp"]["sent_pkts"] > 0
