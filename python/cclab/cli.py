@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from ._errors import ScenarioError
+from ._errors import RunStopped, ScenarioError
 
 __all__ = ["main", "cli", "parse_set"]
 
@@ -243,10 +243,12 @@ def main() -> None:
     except click.exceptions.Abort:
         err.print("interrupted")
         sys.exit(130)
-    except KeyboardInterrupt as e:
-        signum = getattr(e, "signum", 2)  # KernelRunStopped carries SIGTERM's or SIGHUP's number
-        err.print("interrupted" if signum == 2 else str(e))
-        sys.exit(128 + signum)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+    except RunStopped as e:  # SIGTERM or SIGHUP during a kernel run, torn down
+        err.print(str(e))
+        sys.exit(128 + e.signum)
     except click.ClickException as e:
         e.show()
         sys.exit(2)

@@ -84,7 +84,7 @@ def test_after_sigkill_the_next_run_reaps_and_a_second_run_is_refused(tmp_path):
                              "-o", str(tmp_path / "out2")], capture_output=True, text=True, timeout=60)
     assert second.returncode == 2 and "another kernel run is in progress" in second.stderr + second.stdout
     p.kill()
-    p.wait()
+    p.communicate()
     time.sleep(1.0)
     assert not _helpers(), "traffic processes outlived a SIGKILLed run (PR_SET_PDEATHSIG)"
     assert set(rec["namespaces"]) <= set(list_namespaces())  # left behind, until the next run

@@ -25,6 +25,7 @@ from typing import Any, Iterator
 import numpy as np
 import pandas as pd
 
+from .._errors import RunStopped
 from ..result import CA_STATES, RunResult, jain_index
 from ..scenario import Scenario, load_scenario
 from .link import LinkEmulator
@@ -306,25 +307,16 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
     return r
 
 
-class KernelRunStopped(KeyboardInterrupt):
-    """A kernel run ended by SIGTERM or SIGHUP (SIGINT is KeyboardInterrupt itself): raised in
-    the main thread so every context manager of the run unwinds, as for Ctrl-C."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(f"stopped by {signal.Signals(signum).name}")
-        self.signum = signum
-
-
 @contextlib.contextmanager
 def _signals_unwind() -> Iterator[None]:
-    """While a kernel run is on, SIGTERM and SIGHUP raise KernelRunStopped (what timeout,
+    """While a kernel run is on, SIGTERM and SIGHUP raise RunStopped (what timeout,
     systemd, job schedulers and a closed terminal send), so they tear down as Ctrl-C does."""
     if threading.current_thread() is not threading.main_thread():
         yield  # signal handlers belong to the main thread; a run elsewhere keeps the defaults
         return
 
     def stop(signum: int, _frame: Any) -> None:
-        raise KernelRunStopped(signum)
+        raise RunStopped(signum)
 
     before = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
