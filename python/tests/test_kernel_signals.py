@@ -93,3 +93,22 @@ def test_after_sigkill_the_next_run_reaps_and_a_second_run_is_refused(tmp_path):
     removed = reap_stale_runs()
     assert set(rec["namespaces"]) <= set(removed)
     assert set(list_namespaces()) <= before and not Path(rec["tmp"]).exists()
+
+
+def test_a_forked_child_of_a_run_keeps_the_default_sigterm():
+    """pyroute2's netns helper and other forks inherit the run's handler; SIGTERM must end them
+    as before, not raise RunStopped in a copy of the run (which then ran on)."""
+    from cclab.kernel.backend import _signals_unwind
+
+    with _signals_unwind():
+        pid = os.fork()
+        if pid == 0:  # child: wait to be terminated; if the signal raised instead, exit 3
+            try:
+                time.sleep(10)
+            except BaseException:  # noqa: BLE001
+                os._exit(3)
+            os._exit(4)
+        time.sleep(0.2)
+        os.kill(pid, signal.SIGTERM)
+        _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM

@@ -315,7 +315,16 @@ def _signals_unwind() -> Iterator[None]:
         yield  # signal handlers belong to the main thread; a run elsewhere keeps the defaults
         return
 
+    owner = os.getpid()
+
     def stop(signum: int, _frame: Any) -> None:
+        if os.getpid() != owner:
+            # A process forked during the run (pyroute2's netns helper, a sysctl writer) inherits
+            # this handler: there the signal must do what it always did, end that process, not
+            # unwind a copy of the run.
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
         raise RunStopped(signum)
 
     before = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
