@@ -15,7 +15,7 @@ from rich.table import Table
 
 from ._errors import RunStopped, ScenarioError
 
-__all__ = ["main", "cli", "parse_set"]
+__all__ = ["main", "cli", "parse_set", "parse_value"]
 
 out = Console()
 err = Console(stderr=True)
@@ -42,12 +42,17 @@ def parse_set(items: tuple[str, ...]) -> dict[str, Any]:
         if "=" not in item:
             _user_error(f"--set {item!r}: expected KEY=VALUE, e.g. --set bottleneck.loss=1e-3")
         key, raw = item.split("=", 1)
-        try:
-            value = tomllib.loads(f"v = {raw}")["v"]
-        except tomllib.TOMLDecodeError:
-            value = raw
-        res[key.strip()] = value
+        res[key.strip()] = parse_value(raw)
     return res
+
+
+def parse_value(raw: str) -> Any:
+    """A command-line value as ``--set`` and ``--grid`` read it: TOML when it parses (``1e-3``,
+    ``true``, ``[1, 2]``, ``"x"``), else the raw string (``10Mbps``)."""
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
 
 
 class _DelayedProgress:

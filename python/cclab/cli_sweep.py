@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -22,24 +21,18 @@ err = Console(stderr=True)
 DEFAULT_METRICS = ("goodput_bps", "retrans_pkts", "rto_count", "jain_index", "udp_loss", "udp_owd_p50_ms")
 
 
-def _value(raw: str) -> Any:
-    """A value as ``--set`` reads it: TOML when it parses (1e-3, true, "x"), else the string."""
-    try:
-        return tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
-        return raw.strip()
-
-
 def parse_grid(items: tuple[str, ...]) -> dict[str, list[Any]]:
     """``--grid KEY=V1,V2,...`` options as grid axes (a later option for the same key replaces
     an earlier one). Raises click.BadParameter naming the option."""
+    from .cli import parse_value
+
     axes: dict[str, list[Any]] = {}
     for item in items:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip() or not raw.strip():
             raise click.BadParameter(f"{item!r}: expected KEY=V1,V2,..., e.g. bottleneck.loss=1e-4,1e-3",
                                      param_hint="--grid")
-        values = [_value(v) for v in raw.split(",") if v.strip()]
+        values = [parse_value(v.strip()) for v in raw.split(",") if v.strip()]
         axes[key.strip()] = values
     return axes
 

@@ -32,7 +32,7 @@ from .link import LinkEmulator
 from .clamp import CwndClamp
 from .middleware import MiddlewareCC, TerminalMiddleware, middleware_hosts, read_log
 from . import bpfcc, child
-from .knobs import CUBIC_FAMILY, CubicModuleParams, cubic_plan, namespace_sysctls, set_initcwnd
+from .knobs import CUBIC_FAMILY, CubicModuleParams, cubic_plan, is_udp, namespace_sysctls, set_initcwnd
 from .device import configure_device, device_stats
 from .tcpinfo import TRACE_COLUMNS
 from .udp import udp_stats
@@ -48,10 +48,6 @@ _BASE_PORT = 5201
 _TSQ_LIMIT_MAX = 2**31 - 1
 
 
-def _is_udp(f: dict[str, Any]) -> bool:
-    return f.get("transport", "tcp") == "udp"
-
-
 def flow_deviations(d: dict[str, Any]) -> list[str]:
     """What the kernel runs close to, not exactly as, the scenario's flows ask (6.18's TCP)."""
     return [f"flows[{i}].ack_counting = 'acks' (Linux before 3.18) runs as 6.18's per-segment counting"
@@ -64,7 +60,7 @@ def parity(sc: Scenario) -> list[str]:
     d = sc.to_core_dict()
     for i, f in enumerate(d["flows"]):
         where = f"flows[{i}]"
-        if _is_udp(f):
+        if is_udp(f):
             continue  # cclab.kernel.udp runs it; no TCP setting applies
         if f["cc"] not in KERNEL_ALGORITHMS and f["cc"] not in CUBIC_FAMILY:
             problems.append(f"{where}.cc = {f['cc']!r}: this kernel has only {', '.join(KERNEL_ALGORITHMS)}; "
@@ -85,7 +81,7 @@ def parity(sc: Scenario) -> list[str]:
             problems.append(f"{where}.ecn = 'low': google/bbr's ecn_low route feature (precise CE echo) is not in "
                             "upstream Linux 6.18; use ecn = 'on' (RFC 3168) or the simulator backend")
         for j, g in enumerate(d["flows"][:i]):
-            if g["sender"] == f["sender"] and not _is_udp(g):
+            if g["sender"] == f["sender"] and not is_udp(g):
                 for key, what in (("initial_cwnd_pkts", "a route metric of the sender's route"),
                                   ("rto_min_ms", "a sysctl of the sender's namespace"),
                                   ("sack", "a sysctl of the sender's namespace"),
@@ -112,7 +108,7 @@ def _middleware_problems(d: dict[str, Any]) -> list[str]:
     hosts = middleware_hosts(d)
     problems = []
     for i, f in enumerate(d["flows"]):
-        if f["sender"] not in hosts or _is_udp(f):
+        if f["sender"] not in hosts or is_udp(f):
             continue
         where = f"flows[{i}]"
         if f["cc"] != "cubic" or f["cc_params"]:
@@ -160,7 +156,7 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
         spec = net.emulator_spec(d["seed"], ns, Path(tmp) / "link-stats.json", interval_ms)
         knobs: dict[str, dict[str, str]] = {}
         kernel = sc.kernel.model_dump()
-        for f in (f for f in d["flows"] if not _is_udp(f)):
+        for f in (f for f in d["flows"] if not is_udp(f)):
             for host in (f["sender"], f["receiver"]):
                 knobs.setdefault(ns[host], {}).update(namespace_sysctls(f, kernel, sender=host == f["sender"]))
         for h, st in net.stacks.items():
@@ -184,7 +180,7 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                 if i.device:
                     configure_device(ns[i.host], i.dev, i.device["rate_bps"], i.device["queue_pkts"])
             for (s_if, _, _), f in zip(net.flows, d["flows"]):
-                if f["initial_cwnd_pkts"] != 10 and not _is_udp(f):
+                if f["initial_cwnd_pkts"] != 10 and not is_udp(f):
                     set_initcwnd(ns[s_if.host], s_if.dev, f["initial_cwnd_pkts"])
                     knobs[ns[s_if.host]][f"route initcwnd {s_if.dev}"] = str(f["initial_cwnd_pkts"])
             # One middleware daemon per terminal, before the flows (their sockets join its cgroup).
@@ -202,7 +198,7 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
             for k, f in enumerate(d["flows"]):
                 ready = Path(tmp) / f"ready{k}"
                 port = str(_BASE_PORT + k)
-                if _is_udp(f):
+                if is_udp(f):
                     cmd = _netns_exec(ns[f["receiver"]], "recv", "--port", port, "--ready-file", str(ready),
                                       "--go-file", str(go), "--until-s", str(d["duration_s"]), module=_UDP)
                 else:
@@ -219,7 +215,7 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
             senders = []
             for k, f, _ in procs:
                 ready = Path(tmp) / f"sender-ready{k}"
-                if _is_udp(f):
+                if is_udp(f):
                     args = ["send", "--dst", net.flows[k][1].addr, "--port", str(_BASE_PORT + k),
                             "--rate-bps", str(f["rate_bps"]), "--payload-bytes", str(f["payload_bytes"]),
                             "--go-file", str(go), "--ready-file", str(ready), "--start-s", str(f["start_s"]),
@@ -260,7 +256,7 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                 totals[k]["start_s"] = f["start_s"]
             for k, f, r in procs:
                 out, errtxt = r.communicate(timeout=30)
-                if _is_udp(f):
+                if is_udp(f):
                     if r.returncode != 0:
                         raise RuntimeError(f"flow {f['name']}: UDP receiver failed: {errtxt.strip()[-500:]}")
                     totals[k]["udp"] = udp_stats(totals[k], json.loads(out.strip().splitlines()[-1]))
@@ -282,7 +278,7 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
         links = links[(links["t_s"] >= 0) & (links["t_s"] <= d["duration_s"])]
         frames = {}
         for k, f in enumerate(d["flows"]):
-            if _is_udp(f):
+            if is_udp(f):
                 continue
             df = pd.read_csv(Path(tmp) / f"flow{k}.csv")
             df.insert(0, "flow", f["name"])
@@ -379,7 +375,7 @@ def _result(sc: Scenario, d: dict[str, Any], frames: dict[int, pd.DataFrame], to
     fsum = []
     for k, f in enumerate(d["flows"]):
         t = totals[k]
-        if _is_udp(f):
+        if is_udp(f):
             u = t["udp"]
             fsum.append({"flow": f["name"], "goodput_bps": u["receive_rate_bps"], "delivered_bytes": u["received_bytes"],
                          "retrans_pkts": 0, "rto_count": 0, "fast_retransmit_count": 0, "cwr_count": 0,

@@ -73,6 +73,12 @@ def _bic_scale(params: dict[str, Any]) -> int:
     return KERNEL_BIC_SCALE
 
 
+def is_udp(flow: dict[str, Any]) -> bool:
+    """Whether a flow of a normalised scenario is a UDP stream (``transport = "udp"``): no TCP
+    knob, module parameter or congestion control applies to it."""
+    return flow.get("transport", "tcp") == "udp"
+
+
 def cubic_plan(flows: list[dict[str, Any]]) -> tuple[dict[str, int], dict[str, int], dict[int, str], list[str]]:
     """How the kernel runs the scenario's CUBIC flows: (module parameters, cclab_cubic
     parameters, TCP_CONGESTION name per flow index, problems).
@@ -97,7 +103,7 @@ def cubic_plan(flows: list[dict[str, Any]]) -> tuple[dict[str, int], dict[str, i
         owner.setdefault((tag, key), i)
 
     for i, f in enumerate(flows):
-        if f.get("transport", "tcp") != "tcp" or f["cc"] not in CUBIC_FAMILY:
+        if is_udp(f) or f["cc"] not in CUBIC_FAMILY:
             continue
         eff = {**CUBIC_FAMILY[f["cc"]], **f["cc_params"]}
         for key in eff:

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from . import child
+from .knobs import is_udp
 
 __all__ = ["MiddlewareCC", "TerminalMiddleware", "BpfMap", "MiddlewareError", "LOG_COLUMNS", "COUNT_PORT",
            "middleware_hosts", "read_log", "main"]
@@ -275,7 +276,7 @@ def middleware_hosts(core: dict[str, Any]) -> list[str]:
         hosts = [h["name"] for h in [*core["senders"], *core["receivers"]]]
     else:
         hosts = [n["name"] for n in core["nodes"] if n["kind"] == "host"]
-    senders = {f["sender"] for f in core["flows"] if f.get("transport", "tcp") == "tcp"}
+    senders = {f["sender"] for f in core["flows"] if not is_udp(f)}
     return [h for h in hosts if (h in mw["hosts"] if mw["hosts"] else h in senders)]
 
 
