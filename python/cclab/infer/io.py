@@ -59,13 +59,13 @@ def load_trace(source: Any, **kw: Any) -> pd.DataFrame:
 
 
 def _checked(df: pd.DataFrame) -> pd.DataFrame:
+    ok = np.ones(len(df), dtype=bool)
     for col, what in (("t_s", "time"), ("cwnd_pkts", "cwnd")):
         v = pd.to_numeric(df[col], errors="coerce").to_numpy(float)
         bad = v[np.isfinite(v) & (v < 0)]
         if bad.size:
             raise _err(f"{col}: a negative {what} ({bad[0]:g}) is not accepted")
-    ok = np.isfinite(pd.to_numeric(df["t_s"], errors="coerce").to_numpy(float)) & np.isfinite(
-        pd.to_numeric(df["cwnd_pkts"], errors="coerce").to_numpy(float))
+        ok &= np.isfinite(v)
     attrs = dict(df.attrs)
     if not ok.all():
         df = df[ok].reset_index(drop=True)
