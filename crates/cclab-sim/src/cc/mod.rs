@@ -154,6 +154,29 @@ pub struct RateSample {
     pub is_ece: bool,
 }
 
+/// One subflow of a Multipath TCP connection as a coupled algorithm sees it: what the
+/// multipath-tcp.org v0.9x kernel reads from each subflow's `tcp_sock` while walking the
+/// connection with `mptcp_for_each_sk` (`mptcp_coupled.c`, `mptcp_olia.c`, `mptcp_balia.c`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubflowView {
+    /// `snd_cwnd`, packets.
+    pub cwnd_pkts: u32,
+    /// `snd_ssthresh`, packets.
+    pub ssthresh_pkts: u32,
+    /// `srtt_us`, in Linux's units (microseconds << 3; 0 before the first sample).
+    pub srtt_us: u32,
+    /// `mss_cache`, bytes.
+    pub mss_bytes: u32,
+    /// The CA state.
+    pub ca_state: CaState,
+    /// Whether it may carry data (`mptcp_sk_can_send`: established, not closed or in
+    /// potential failure).
+    pub can_send: bool,
+    /// What this subflow's algorithm shares with its peers (`CongestionControl::coupled_state`:
+    /// OLIA's loss intervals, for example); zeros for an algorithm that shares nothing.
+    pub cc_state: [u64; 4],
+}
+
 /// A congestion-control algorithm: Linux's `tcp_congestion_ops` as a trait.
 ///
 /// Every hook has the kernel's default behaviour; an algorithm overrides what its
@@ -213,4 +236,15 @@ pub trait CongestionControl: Send {
     /// Full control of cwnd and pacing on every ACK (`cong_control`); only called when
     /// `has_cong_control()` is true.
     fn cong_control(&mut self, _tp: &mut TcpSock, _ack: u64, _flag: u32, _rs: &RateSample) {}
+
+    /// Multipath TCP: every subflow of this connection, this one at index `me`, given before
+    /// each event this subflow handles (an ACK, a timer, a transmit completion). A single-path
+    /// flow never gets it; single-path algorithms ignore it (the uncoupled case).
+    fn set_subflows(&mut self, _subflows: &[SubflowView], _me: usize) {}
+
+    /// What this algorithm shares with the other subflows of its connection
+    /// (`SubflowView::cc_state`).
+    fn coupled_state(&self) -> [u64; 4] {
+        [0; 4]
+    }
 }
