@@ -584,9 +584,10 @@ class Flow(_Model):
     name: str | None = None
     sender: str | None = None
     receiver: str | None = None
-    #: "tcp" or "udp" (a constant-bit-rate stream: ``rate_bps``, ``payload_bytes``; no TCP field
-    #: applies to it).
-    transport: Literal["tcp", "udp"] = "tcp"
+    #: "tcp", "udp" (a constant-bit-rate stream: ``rate_bps``, ``payload_bytes``; no TCP field
+    #: applies to it) or "mptcp" (a Multipath TCP connection: one TCP subflow per entry of
+    #: ``paths``, each running ``cc``; general form only).
+    transport: Literal["tcp", "udp", "mptcp"] = "tcp"
     #: UDP only: the application's (payload) sending rate, as iperf3's -b ("10Mbps" accepted).
     rate_bps: float | None = Field(default=None, gt=0)
     #: UDP only: each datagram's payload, as iperf3's -l; the IP packet is 28 bytes more.
@@ -620,6 +621,9 @@ class Flow(_Model):
     #: General form: the nodes the ACKs cross, receiver first; default: ``path`` reversed if
     #: given, else the routing table.
     reverse_path: list[str] | None = None
+    #: Multipath TCP only (required): one subflow per entry, each the nodes its data crosses,
+    #: sender first, receiver last; its ACKs return on it reversed.
+    paths: list[list[str]] | None = Field(default=None, min_length=1, max_length=8)
 
     @model_validator(mode="after")
     def _transport_fields(self) -> "Flow":
@@ -637,6 +641,15 @@ class Flow(_Model):
             for k in ("rate_bps", "payload_bytes"):
                 if k in given:
                     raise ValueError(f'{k} is only for transport = "udp" (a TCP flow\'s rate is its congestion control\'s)')
+        if self.transport == "mptcp":
+            if self.paths is None:
+                raise ValueError("a Multipath TCP flow needs paths: one list of nodes per subflow, sender first")
+            for k in ("path", "reverse_path"):
+                if getattr(self, k) is not None:
+                    raise ValueError(f"{k} is not for a Multipath TCP flow: give its subflows' routes in paths "
+                                     "(each subflow's ACKs return on its path reversed)")
+        elif self.paths is not None:
+            raise ValueError('paths is only for transport = "mptcp" (a TCP or UDP flow takes one path)')
         return self
 
     @model_validator(mode="after")
@@ -825,7 +838,7 @@ class Scenario(_Model):
                 raise ValueError(f"flows[{i}].sender: no sender named {f.sender!r}; senders are {senders}")
             if f.receiver not in receivers:
                 raise ValueError(f"flows[{i}].receiver: no receiver named {f.receiver!r}; receivers are {receivers}")
-            for key in ("path", "reverse_path"):
+            for key in ("path", "reverse_path", "paths"):
                 if getattr(f, key) is not None:
                     raise ValueError(f"flows[{i}].{key}: paths are for the general form (nodes, links); a dumbbell "
                                      "flow crosses its sender's access link, the bottleneck and its receiver's")
@@ -961,6 +974,8 @@ class Scenario(_Model):
             if self.bottleneck is not None:  # the dumbbell's flows have no paths
                 d.pop("path")
                 d.pop("reverse_path")
+            if d.get("paths") is None:
+                d.pop("paths", None)
             flows.append(d)
         out["flows"] = flows
         if self.middleware is not None:

@@ -233,7 +233,15 @@ pub struct FlowSpec {
     /// path is given, else the routing table.
     #[serde(default)]
     pub reverse_path: Option<Vec<String>>,
+    /// Multipath TCP only (required): one subflow per entry, each the nodes its data crosses,
+    /// sender first, receiver last; its ACKs come back the same way, reversed.
+    #[serde(default)]
+    pub paths: Option<Vec<Vec<String>>>,
 }
+
+/// The most subflows one Multipath TCP connection may have (Linux's `MPTCP_PM_MAX_ADDR`-sized
+/// limits are 8 per connection: `net.mptcp` `subflows` at most 8).
+pub const MAX_SUBFLOWS: usize = 8;
 
 fn d_mss() -> u32 {
     1448
@@ -331,13 +339,48 @@ impl FlowSpec {
                     ));
                 }
             }
-            Transport::Tcp if self.rate_bps != 0 => {
+            Transport::Tcp | Transport::Mptcp if self.rate_bps != 0 => {
                 return Err(err(
                     format!("{p}.rate_bps"),
                     "only for transport = \"udp\" (a TCP flow's rate is its congestion control's)",
                 ));
             }
-            Transport::Tcp => {}
+            Transport::Tcp | Transport::Mptcp => {}
+        }
+        match (self.transport, &self.paths) {
+            (Transport::Mptcp, None) => {
+                return Err(err(
+                    format!("{p}.paths"),
+                    "a Multipath TCP flow needs paths: one list of nodes per subflow, sender first",
+                ))
+            }
+            (Transport::Mptcp, Some(paths)) => {
+                if paths.is_empty() || paths.len() > MAX_SUBFLOWS {
+                    return Err(err(
+                        format!("{p}.paths"),
+                        format!("{} paths: 1..{MAX_SUBFLOWS} (one per subflow)", paths.len()),
+                    ));
+                }
+                for (field, given) in [
+                    ("path", self.path.is_some()),
+                    ("reverse_path", self.reverse_path.is_some()),
+                ] {
+                    if given {
+                        return Err(err(
+                            format!("{p}.{field}"),
+                            "not for a Multipath TCP flow: give its subflows' routes in paths (each subflow's ACKs \
+                             return on its path reversed)",
+                        ));
+                    }
+                }
+            }
+            (_, Some(_)) => {
+                return Err(err(
+                    format!("{p}.paths"),
+                    "only for transport = \"mptcp\" (a TCP or UDP flow takes one path)",
+                ))
+            }
+            (_, None) => {}
         }
         Ok(())
     }
@@ -460,7 +503,7 @@ impl Scenario {
                 let sends_tcp = self
                     .flows
                     .iter()
-                    .any(|f| &f.sender == h && f.transport == crate::udp::Transport::Tcp);
+                    .any(|f| &f.sender == h && f.transport.is_tcp());
                 m.runs_on(h, sends_tcp)
             })
             .collect()

@@ -119,6 +119,10 @@ pub struct FlowRoute {
     pub sender_device: Option<u32>,
     /// The receiver's device on `ack_link`, if it has one.
     pub ack_device: Option<u32>,
+    /// Multipath TCP: every subflow's route, in the order of the flow's `paths` (the fields
+    /// above are subflow 0's); empty for a TCP or UDP flow.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub subflows: Vec<FlowRoute>,
 }
 
 /// The network of a scenario, ready to build.
@@ -370,76 +374,118 @@ pub fn lower(sc: &Scenario) -> Result<Lowered, ConfigError> {
                 ),
             });
         }
-        let fwd_hops = match &f.path {
-            Some(path) => {
-                check_ends(path, &f.sender, &f.receiver, &format!("{p}.path"))?;
-                g.path_through(path, &format!("{p}.path"))?
-            }
-            None => g.route(&f.sender, &f.receiver, &p)?,
-        };
-        let rev_hops = match (&f.reverse_path, &f.path) {
-            (Some(path), _) => {
-                check_ends(path, &f.receiver, &f.sender, &format!("{p}.reverse_path"))?;
-                g.path_through(path, &format!("{p}.reverse_path"))?
-            }
-            (None, Some(_)) => fwd_hops.iter().rev().map(|h| h.reversed()).collect(),
-            (None, None) => g.route(&f.receiver, &f.sender, &p)?,
-        };
-        let sim = |hops: &[Hop]| -> Vec<SimHop> {
-            hops.iter()
-                .filter_map(|h| {
-                    if h.elem < g.links.len() {
-                        index.get(&(h.elem, h.dir() == Dir::Fwd)).map(|&l| SimHop {
-                            element: l,
-                            from: 0,
-                            to: 1,
-                        })
-                    } else {
-                        Some(SimHop {
-                            element: n_links + (h.elem - g.links.len()) as u32,
-                            from: h.from as u32,
-                            to: h.to as u32,
-                        })
-                    }
-                })
-                .collect()
-        };
-        let node_names = |start: &str, hops: &[Hop]| -> Vec<String> {
-            std::iter::once(start.to_string())
-                .chain(hops.iter().map(|&h| g.nodes[g.ends(h).1].name.clone()))
-                .collect()
-        };
-        let (fwd, rev) = (sim(&fwd_hops), sim(&rev_hops));
-        let sender_link = g.elem_name(fwd_hops[0].elem).to_string();
-        let ack_link = g.elem_name(rev_hops[0].elem).to_string();
-        let sender_device = device_of
-            .get(&(f.sender.clone(), sender_link.clone()))
-            .copied();
-        let ack_device = device_of
-            .get(&(f.receiver.clone(), ack_link.clone()))
-            .copied();
-        if (fwd.is_empty() && sender_device.is_none()) || (rev.is_empty() && ack_device.is_none()) {
-            return Err(ConfigError {
-                field: p,
+        // One route (a TCP or UDP flow's, or one Multipath TCP subflow's): `path` and
+        // `reverse_path` as given, their fields for errors.
+        let route = |path: Option<&Vec<String>>,
+                     path_field: String,
+                     reverse_path: Option<&Vec<String>>|
+         -> Result<FlowRoute, ConfigError> {
+            let fwd_hops = match path {
+                Some(path) => {
+                    check_ends(path, &f.sender, &f.receiver, &path_field)?;
+                    g.path_through(path, &path_field)?
+                }
+                None => g.route(&f.sender, &f.receiver, &p)?,
+            };
+            let rev_hops = match (reverse_path, path) {
+                (Some(path), _) => {
+                    check_ends(path, &f.receiver, &f.sender, &format!("{p}.reverse_path"))?;
+                    g.path_through(path, &format!("{p}.reverse_path"))?
+                }
+                (None, Some(_)) => fwd_hops.iter().rev().map(|h| h.reversed()).collect(),
+                (None, None) => g.route(&f.receiver, &f.sender, &p)?,
+            };
+            let sim = |hops: &[Hop]| -> Vec<SimHop> {
+                hops.iter()
+                    .filter_map(|h| {
+                        if h.elem < g.links.len() {
+                            index.get(&(h.elem, h.dir() == Dir::Fwd)).map(|&l| SimHop {
+                                element: l,
+                                from: 0,
+                                to: 1,
+                            })
+                        } else {
+                            Some(SimHop {
+                                element: n_links + (h.elem - g.links.len()) as u32,
+                                from: h.from as u32,
+                                to: h.to as u32,
+                            })
+                        }
+                    })
+                    .collect()
+            };
+            let node_names = |start: &str, hops: &[Hop]| -> Vec<String> {
+                std::iter::once(start.to_string())
+                    .chain(hops.iter().map(|&h| g.nodes[g.ends(h).1].name.clone()))
+                    .collect()
+            };
+            let (fwd, rev) = (sim(&fwd_hops), sim(&rev_hops));
+            let sender_link = g.elem_name(fwd_hops[0].elem).to_string();
+            let ack_link = g.elem_name(rev_hops[0].elem).to_string();
+            let sender_device = device_of
+                .get(&(f.sender.clone(), sender_link.clone()))
+                .copied();
+            let ack_device = device_of
+                .get(&(f.receiver.clone(), ack_link.clone()))
+                .copied();
+            if (fwd.is_empty() && sender_device.is_none())
+                || (rev.is_empty() && ack_device.is_none())
+            {
+                return Err(ConfigError {
+                field: if path.is_some() { path_field } else { p.clone() },
                 message: "every link on its path does nothing (no rate, delay or loss): give one a rate or a \
                           delay"
                     .into(),
             });
-        }
-        flows.push(FlowRoute {
-            flow: f.name.clone(),
-            sender: f.sender.clone(),
-            receiver: f.receiver.clone(),
-            fwd,
-            rev,
-            fwd_nodes: node_names(&f.sender, &fwd_hops),
-            rev_nodes: node_names(&f.receiver, &rev_hops),
-            sender_link,
-            receiver_link: g.elem_name(fwd_hops[fwd_hops.len() - 1].elem).to_string(),
-            ack_link,
-            sender_device,
-            ack_device,
-        });
+            }
+            Ok(FlowRoute {
+                flow: f.name.clone(),
+                sender: f.sender.clone(),
+                receiver: f.receiver.clone(),
+                fwd,
+                rev,
+                fwd_nodes: node_names(&f.sender, &fwd_hops),
+                rev_nodes: node_names(&f.receiver, &rev_hops),
+                sender_link,
+                receiver_link: g.elem_name(fwd_hops[fwd_hops.len() - 1].elem).to_string(),
+                ack_link,
+                sender_device,
+                ack_device,
+                subflows: Vec::new(),
+            })
+        };
+        let r = match &f.paths {
+            Some(paths) if f.transport == crate::udp::Transport::Mptcp => {
+                let subflows = paths
+                    .iter()
+                    .enumerate()
+                    .map(|(k, path)| route(Some(path), format!("{p}.paths[{k}]"), None))
+                    .collect::<Result<Vec<_>, _>>()?;
+                for (k, a) in subflows.iter().enumerate() {
+                    if let Some(j) = subflows[..k]
+                        .iter()
+                        .position(|b| b.fwd_nodes == a.fwd_nodes)
+                    {
+                        return Err(ConfigError {
+                            field: format!("{p}.paths[{k}]"),
+                            message: format!(
+                                "the same path as paths[{j}]: each subflow takes its own"
+                            ),
+                        });
+                    }
+                }
+                FlowRoute {
+                    subflows: subflows.clone(),
+                    ..subflows[0].clone()
+                }
+            }
+            _ => route(
+                f.path.as_ref(),
+                format!("{p}.path"),
+                f.reverse_path.as_ref(),
+            )?,
+        };
+        flows.push(r);
     }
     Ok(Lowered {
         nodes: g.nodes,

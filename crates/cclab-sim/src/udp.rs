@@ -18,13 +18,22 @@ pub const UDP_IP_HEADER_BYTES: u32 = 28;
 /// The largest UDP payload over IPv4 (65535 - 20 - 8).
 pub const MAX_PAYLOAD_BYTES: u32 = 65507;
 
-/// What carries a flow: a TCP connection (the default) or a UDP constant-bit-rate stream.
+/// What carries a flow: a TCP connection (the default), a UDP constant-bit-rate stream, or a
+/// Multipath TCP connection (one TCP subflow per entry of the flow's `paths`, `crate::mptcp`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Transport {
     #[default]
     Tcp,
     Udp,
+    Mptcp,
+}
+
+impl Transport {
+    /// Whether the flow runs TCP (one connection or several subflows).
+    pub fn is_tcp(self) -> bool {
+        matches!(self, Transport::Tcp | Transport::Mptcp)
+    }
 }
 
 /// One datagram on the wire.
