@@ -335,7 +335,7 @@ class HostStack(_Model):
     modelled (packets go straight onto the host's link) and TSQ never binds."""
 
     #: linux (6.18 tcp_small_queue_check), paper (S2 eq. 2), fixed (eq. 3), off.
-    tsq: Literal["linux", "paper", "fixed", "off"] | None = None
+    tsq: Literal["linux", "paper", "fixed", "off", "adaptive"] | None = None
     #: tcp_limit_output_bytes for linux (4 MiB), the cap for paper (262144), the limit for fixed
     #: (131072).
     tsq_limit_bytes: int | None = Field(default=None, ge=1)

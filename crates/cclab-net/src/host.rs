@@ -41,6 +41,14 @@ pub enum TsqMode {
     Fixed,
     /// No limit: a socket may fill the interface queue.
     Off,
+    /// cclab's equal-share rule (the S2 paper's future work): Linux's rule, and TSO sizing
+    /// (`tcp_tso_autosize`), read the fastest pacing rate among the sockets with bytes below
+    /// TCP on the interface instead of the socket's own, capped by `tsq_limit_bytes` (default
+    /// 4 MiB). Every socket on an interface then gets the same limit and builds skbs of the
+    /// same size, so those that fill their allowance hold equal shares of the interface's FIFO,
+    /// hence of its line rate, whatever their cwnd: the limit no longer rewards the flow that
+    /// started first.
+    Adaptive,
 }
 
 impl TsqMode {
@@ -51,13 +59,14 @@ impl TsqMode {
             TsqMode::Paper => "paper",
             TsqMode::Fixed => "fixed",
             TsqMode::Off => "off",
+            TsqMode::Adaptive => "adaptive",
         }
     }
 
     /// `tsq_limit_bytes` when the scenario gives none.
     pub fn default_limit_bytes(self) -> u64 {
         match self {
-            TsqMode::Linux => LINUX_TSQ_LIMIT_BYTES,
+            TsqMode::Linux | TsqMode::Adaptive => LINUX_TSQ_LIMIT_BYTES,
             TsqMode::Paper => PAPER_TSQ_CAP_BYTES,
             TsqMode::Fixed => PAPER_FIXED_LIMIT_BYTES,
             TsqMode::Off => u64::MAX,

@@ -162,13 +162,18 @@ impl World {
         // Scenario::validate, with the network lowered once: the lowering is its last check.
         sc.check_fields()?;
         let net = lower(sc)?;
-        if let Some(i) = sc.flows.iter().position(|f| f.transport == Transport::Mptcp) {
+        if let Some(i) = sc
+            .flows
+            .iter()
+            .position(|f| f.transport == Transport::Mptcp)
+        {
             // Until the connection model lands (issue 16 part 2), say so rather than run one path.
             return Err(crate::config::ConfigError {
                 field: format!("flows[{i}].transport"),
-                message: "\"mptcp\" is not simulated yet: its scenario form and routes are checked, \
+                message:
+                    "\"mptcp\" is not simulated yet: its scenario form and routes are checked, \
                           its connections are not built"
-                    .into(),
+                        .into(),
             }
             .into());
         }
@@ -793,8 +798,27 @@ impl World {
         };
         let dev = &mut self.links[q.elem as usize];
         let queued = dev.link.queue_pkts(t, q.lane as usize);
-        fl.sender
-            .set_device_room(q.limit_pkts.saturating_sub(queued));
+        let room = q.limit_pkts.saturating_sub(queued);
+        // tsq = "adaptive" levels the socket up to the others with bytes on this interface.
+        let peer_rate = if fl.sender.below.stack.tsq == cclab_net::host::TsqMode::Adaptive {
+            self.flows
+                .iter()
+                .enumerate()
+                .filter(|&(k, g)| {
+                    k != f as usize
+                        && g.sender.below.wmem_bytes > 0
+                        && g.device
+                            .is_some_and(|d| d.elem == q.elem && d.lane == q.lane)
+                })
+                .map(|(_, g)| g.sender.tp.pacing_rate_bytes_per_s)
+                .max()
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        self.flows[f as usize]
+            .sender
+            .set_device_room(room, peer_rate);
     }
 
     /// UDP application `u` sends the datagrams due by `t` into its route's first element (a

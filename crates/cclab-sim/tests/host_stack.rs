@@ -107,6 +107,29 @@ fn a_fixed_limit_shares_the_nic_equally_and_linux_s_does_not() {
     );
 }
 
+/// Jain's fairness index of `x`.
+fn jain(x: &[f64]) -> f64 {
+    let s: f64 = x.iter().sum();
+    s * s / (x.len() as f64 * x.iter().map(|v| v * v).sum::<f64>())
+}
+
+#[test]
+fn the_adaptive_limit_shares_the_nic_equally_and_keeps_its_rate() {
+    let host = |tsq: &str| json!({"device_rate_bps": 50_000_000, "tsq": tsq});
+    let adaptive = shares_mbps(&three_apps(host("adaptive")).run(), 2.0);
+    let linux = shares_mbps(&three_apps(host("linux")).run(), 2.0);
+    assert!(jain(&adaptive) >= 0.99, "adaptive {adaptive:?}");
+    assert!(
+        jain(&linux) < 0.99,
+        "Linux's limit is the unfair one here: {linux:?}"
+    );
+    let (a, l): (f64, f64) = (adaptive.iter().sum(), linux.iter().sum());
+    assert!(
+        a >= 0.99 * l,
+        "total: adaptive {a:.2} vs Linux {l:.2} Mbit/s"
+    );
+}
+
 #[test]
 fn a_local_drop_enters_cwr_once_per_window_and_is_sent_again() {
     // No TSQ and a 20-packet interface queue: the queue overflows.

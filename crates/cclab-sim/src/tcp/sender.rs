@@ -486,7 +486,7 @@ impl Sender {
         if let Some(segs) = self.cc.tso_segs(&self.tp, mss) {
             return segs.max(1);
         }
-        let mut bytes = self.tp.pacing_rate_bytes_per_s >> self.tp.pacing_shift;
+        let mut bytes = self.below_pacing_rate_bytes_per_s() >> self.tp.pacing_shift;
         let r = (self.tp.min_rtt_us >> 9) as u64;
         if r < 32 {
             bytes += GSO_MAX_SIZE_BYTES >> r;

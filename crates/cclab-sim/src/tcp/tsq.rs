@@ -45,6 +45,9 @@ pub struct BelowTcp {
     pub device_room_pkts: u32,
     /// Packets the interface queue refused (local drops).
     pub local_drops: u64,
+    /// `tsq = "adaptive"`: the fastest pacing rate among the other sockets with bytes below
+    /// TCP on this interface now (0: none); the driver sets it.
+    pub peer_pacing_rate_bytes_per_s: u64,
     /// The host sends into a queue it can see: its device, or its port's transmit queue on a
     /// multi-port medium (a WLAN station's driver queue).
     interface_queue: bool,
@@ -59,6 +62,7 @@ impl BelowTcp {
             throttled: false,
             device_room_pkts: u32::MAX,
             local_drops: 0,
+            peer_pacing_rate_bytes_per_s: 0,
             interface_queue: stack.device.is_some(),
         }
     }
@@ -84,7 +88,7 @@ impl Sender {
             // tcp_small_queue_check: max(2 * skb->truesize, sk_pacing_rate >> sk_pacing_shift),
             // capped by tcp_limit_output_bytes unless the socket paces (SK_PACING_NONE).
             TsqMode::Linux => {
-                let l = (2 * truesize(len)).max(tp.pacing_rate_bytes_per_s >> st.pacing_shift);
+                let l = self.linux_tsq_limit_bytes(len);
                 if tp.pacing_needed {
                     l
                 } else {
@@ -102,7 +106,28 @@ impl Sender {
             }
             TsqMode::Fixed => st.tsq_limit_bytes,
             TsqMode::Off => u64::MAX,
+            // Linux's rule at the fastest pacing rate on the interface (`TsqMode::Adaptive`).
+            TsqMode::Adaptive => self.linux_tsq_limit_bytes(len).min(st.tsq_limit_bytes),
         }
+    }
+
+    /// The pacing rate TSQ and TSO sizing read (`sk_pacing_rate`): the socket's own, or with
+    /// `tsq = "adaptive"` the fastest among the sockets with bytes on its interface, so that
+    /// they all get the same limit and build skbs of the same size.
+    pub(crate) fn below_pacing_rate_bytes_per_s(&self) -> u64 {
+        let own = self.tp.pacing_rate_bytes_per_s;
+        if self.below.stack.tsq == TsqMode::Adaptive {
+            own.max(self.below.peer_pacing_rate_bytes_per_s)
+        } else {
+            own
+        }
+    }
+
+    /// Linux's TSQ limit for an skb of `len` bytes, uncapped: max(2 truesize, pacing_rate >>
+    /// sk_pacing_shift).
+    fn linux_tsq_limit_bytes(&self, len: u64) -> u64 {
+        (2 * truesize(len))
+            .max(self.below_pacing_rate_bytes_per_s() >> self.below.stack.pacing_shift)
     }
 
     /// `tcp_small_queue_check(sk, skb, factor)`: whether to hold the skb of `len` bytes until a
@@ -150,9 +175,11 @@ impl Sender {
         bytes as u32
     }
 
-    /// The driver sets how many packets the interface queue takes now (before each call).
-    pub fn set_device_room(&mut self, pkts: u32) {
+    /// The driver sets how many packets the interface queue takes now and, for `tsq =
+    /// "adaptive"`, the fastest pacing rate of another socket on it (before each call).
+    pub fn set_device_room(&mut self, pkts: u32, peer_pacing_rate_bytes_per_s: u64) {
         self.below.device_room_pkts = pkts;
+        self.below.peer_pacing_rate_bytes_per_s = peer_pacing_rate_bytes_per_s;
     }
 
     /// The NIC has sent a data segment that held `below_bytes` (`tcp_wfree`); a throttled
