@@ -46,6 +46,8 @@ Examples:
   cclab study s0 --quick -o out/s0-quick   # a reduced grid in seconds
   cclab study s0 --reps 3 --jobs 8 --executor ray
   cclab study s1 --quick -o out/s1-quick   # S1: terminals on one WLAN AP
+  cclab study s2 --quick -o out/s2-quick   # S2: MPTCP applications and TCP Small Queues
+  cclab study s4 --quick -o out/s4-quick   # S4: TCP over an 802.11s mesh chain
 """
 )
 def study() -> None:
@@ -137,5 +139,83 @@ def s1(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: 
         for _, f in res.failures.iterrows():
             what = {k: f[k] for k in ("part", "terminal", "n_terminals", "variant", "ablation", "rep")
                     if k in f and f[k] == f[k]}
+            err.print(f"failed: {what}: {f['error']}", highlight=False)
+        sys.exit(1)
+
+
+@study.command(
+    epilog="""\b
+Examples:
+  cclab study s2 -o out/s2                 # the full S2 study (5 runs per point, 30 s each)
+  cclab study s2 --quick -o out/s2-quick   # one run per point, 10 s each
+  cclab run s2-three-apps --set host.tsq=fixed   # one run of the paper's setup
+"""
+)
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), default="out/s2", show_default=True,
+              help="Output directory (tables/, figures/, report.html, cache/).")
+@click.option("--reps", type=click.IntRange(min=1), default=None, help="Runs per grid point (default 5; 1 with --quick).")
+@click.option("--quick", is_flag=True, help="One run per point, 10 s runs.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Parallel runs (default: every core).")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="local processes, or a Ray cluster (pip install 'cclab[ray]').")
+def s2(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: str) -> None:
+    """S2: three Multipath TCP applications sharing the sender's interfaces. Per-application
+    throughput per TSQ rule at loss 0 and 1e-5 (Figs. 2, 4), cwnd of every subflow (Fig. 3),
+    LIA / OLIA / BALIA / uncoupled, and cclab's adaptive TSQ limit on three setups."""
+    from .study.s2 import S2Config, run_s2
+
+    cfg = S2Config.make(quick=quick, reps=reps, jobs=jobs, executor=executor)
+    res = _run_with_progress("s2", run_s2, out_dir, cfg)
+    t = Table(title="S2: the paper vs cclab")
+    for col in ("result", "paper", "cclab"):
+        t.add_column(col)
+    for _, r in res.compare.iterrows():
+        v = r["cclab"]
+        t.add_row(str(r["result"]), str(r["paper"]), "n/a" if v != v else f"{v:.3g}")
+    out.print(t)
+    out.print(f"{len(res.runs) + len(res.failures)} runs in {res.wall_s:.1f} s ({len(res.failures)} failed); "
+              f"report: {res.out_dir / 'report.html'}")
+    if len(res.failures):
+        for _, f in res.failures.iterrows():
+            what = {k: f[k] for k in ("part", "setup", "cc", "tsq", "loss", "rep") if k in f and f[k] == f[k]}
+            err.print(f"failed: {what}: {f['error']}", highlight=False)
+        sys.exit(1)
+
+
+@study.command(
+    epilog="""\b
+Examples:
+  cclab study s4 -o out/s4                 # the full S4 study (4 spacings, 2 environments, 3 runs per point)
+  cclab study s4 --quick -o out/s4-quick   # 1 m, anechoic, one run per point, 20 s TCP runs
+  cclab run s4-chain-3hop --set flows[0].cc=bbr2 --set media[0].spacing_m=0.5   # one run
+"""
+)
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), default="out/s4", show_default=True,
+              help="Output directory (tables/, figures/, report.html, cache/).")
+@click.option("--reps", type=click.IntRange(min=1), default=None, help="TCP runs per point (default 3; 1 with --quick).")
+@click.option("--quick", is_flag=True, help="1 m spacing, anechoic, 5 UDP rates, 20 s TCP runs.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Parallel runs (default: every core).")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="local processes, or a Ray cluster (pip install 'cclab[ray]').")
+def s4(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: str) -> None:
+    """S4: TCP over a multi-hop 802.11s mesh chain. The UDP sweep, CUBIC / BBR / BBRv2 per hop
+    count, spacing and environment, lossy hops, the fits of goodput ~ n^-a and of Mathis's model,
+    and the paper's results beside ours."""
+    from .study.s4 import S4Config, run_s4
+
+    cfg = S4Config.make(quick=quick, reps=reps, jobs=jobs, executor=executor)
+    res = _run_with_progress("s4", run_s4, out_dir, cfg)
+    t = Table(title="S4: the paper vs cclab")
+    for col in ("result", "paper", "cclab"):
+        t.add_column(col)
+    for _, r in res.compare.iterrows():
+        v = r["cclab"]
+        t.add_row(str(r["result"]), str(r["paper"]), "n/a" if v != v else f"{v:.3g}")
+    out.print(t)
+    out.print(f"{len(res.runs) + len(res.failures)} runs in {res.wall_s:.1f} s ({len(res.failures)} failed); "
+              f"report: {res.out_dir / 'report.html'}")
+    if len(res.failures):
+        for _, f in res.failures.iterrows():
+            what = {k: f[k] for k in ("part", "env", "spacing_m", "hops", "cc", "setting", "rep") if k in f and f[k] == f[k]}
             err.print(f"failed: {what}: {f['error']}", highlight=False)
         sys.exit(1)

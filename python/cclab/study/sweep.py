@@ -26,7 +26,7 @@ from .grid import RunSpec
 __all__ = ["run_sweep", "run_one", "SweepResult"]
 
 #: Per-flow summary fields copied into a run's row.
-FLOW_METRICS = ("goodput_bps", "retrans_pkts", "rto_count", "fast_retransmit_count", "spurious_rto_count",
+FLOW_METRICS = ("goodput_bps", "sent_pkts", "retrans_pkts", "rto_count", "fast_retransmit_count", "spurious_rto_count",
                 "undo_count", "mean_cwnd_pkts", "mean_srtt_ms")
 
 

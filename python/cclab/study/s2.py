@@ -1,0 +1,222 @@
+"""The S2 study (Izumi, Tarutani, Fukushima, Yokohira): Multipath TCP applications sharing the
+sender's interfaces, and how TCP Small Queues decide their throughput.
+
+- TSQ rules (Figs. 2 and 4): three LIA applications started 0.5 s apart, loss 0 and 1e-5; the
+  paper's rule (its eq. 2, the v0.92 kernel's), Linux 6.18's, the fixed 131072 bytes of eq. 3,
+  cclab's adaptive rule (the paper's future work), and no TSQ at all (the interface queue then
+  fills and local congestion control acts: the ablation of the paper's mechanism).
+- cwnd (Fig. 3): every subflow of every application over the first 3 s, paper's rule vs fixed.
+- Coupled congestion control: LIA, OLIA, BALIA and uncoupled CUBIC (what upstream Linux runs).
+- The adaptive rule on two more setups: unequal RTTs (20/50/100 ms) and five applications.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from .aggregate import aggregate, write_table
+from .grid import RunSpec, derive_seed
+from .s1 import jain_index
+from .s2_scenarios import s2_scenario
+from .sweep import SweepResult, run_sweep
+
+__all__ = ["S2Config", "run_s2", "TSQ_VARIANTS", "SETUPS", "PAPER_RESULTS"]
+
+#: TSQ rules the study compares: name -> what it is.
+TSQ_VARIANTS: dict[str, str] = {
+    "paper": "the paper's rule (eq. 2: min(262144, max(8704, 2 MSS w / RTT / 1024))), its v0.92 kernel's",
+    "linux": "Linux 6.18's tcp_small_queue_check (about 1 ms at the pacing rate, at least 2 skbs)",
+    "fixed": "a fixed limit of 131072 bytes (eq. 3)",
+    "adaptive": "cclab's equal share: every socket on an interface reads the fastest pacing rate there",
+    "off": "no TSQ: a socket may fill the interface queue (local drops, CWR)",
+}
+
+#: Setups for the adaptive rule: name -> s2_scenario arguments.
+SETUPS: dict[str, dict[str, Any]] = {
+    "paper": {"n_apps": 3},
+    "unequal-rtt": {"n_apps": 3, "rtts_ms": (20.0, 50.0, 100.0)},
+    "five-apps": {"n_apps": 5},
+}
+
+#: The paper's published results, as (result, the paper's value or words).
+PAPER_RESULTS = [
+    ("APP1's share of the total, paper's rule (default), loss 0", "most of it (Fig. 2)"),
+    ("Jain's index, fixed 131072 bytes, loss 0", "equal throughputs (Fig. 2)"),
+    ("mean cwnd of APP2 and APP3's subflows, 1.5-3 s, paper's rule", "about 200 (Fig. 3)"),
+    ("mean cwnd of APP2 and APP3's subflows, 1.5-3 s, fixed", "about 400 (Fig. 3)"),
+]
+
+
+@dataclass
+class S2Config:
+    """What to run. ``quick``: a reduced grid that runs in seconds (tests, previews)."""
+
+    reps: int = 5
+    quick: bool = False
+    jobs: int | None = None
+    executor: str = "local"
+    duration_s: float = 30.0
+    losses: list[float] = field(default_factory=lambda: [0.0, 1e-5])
+    tsqs: list[str] = field(default_factory=lambda: list(TSQ_VARIANTS))
+    ccs: list[str] = field(default_factory=lambda: ["lia", "olia", "balia", "cubic"])
+    setups: list[str] = field(default_factory=lambda: list(SETUPS))
+
+    @classmethod
+    def make(cls, quick: bool = False, reps: int | None = None, **kw: Any) -> "S2Config":
+        if quick:
+            kw = {"duration_s": 10.0, **kw}
+            return cls(reps=reps or 1, quick=True, **kw)
+        return cls(reps=reps or 5, **kw)
+
+
+def _spec(d: dict[str, Any], rep: int, labels: dict[str, Any], keep_trace: bool = False) -> RunSpec:
+    return RunSpec(d, (), derive_seed(2, rep), tuple(labels.items()), keep_trace)
+
+
+def plan(cfg: S2Config) -> list[RunSpec]:
+    """Every run: TSQ rules x loss (LIA), congestion controls x TSQ, the adaptive rule's setups."""
+    specs: list[RunSpec] = []
+    for loss in cfg.losses:
+        for tsq in cfg.tsqs:
+            for rep in range(cfg.reps):
+                d = s2_scenario(3, cc="lia", tsq=tsq, loss=loss, duration_s=cfg.duration_s)
+                specs.append(_spec(d, rep, {"part": "tsq", "setup": "paper", "cc": "lia", "tsq": tsq, "loss": loss,
+                                            "n_apps": 3, "rep": rep}, keep_trace=rep == 0 and loss == 0))
+    for cc in cfg.ccs:
+        for tsq in ("paper", "adaptive"):
+            for rep in range(cfg.reps):
+                d = s2_scenario(3, cc=cc, tsq=tsq, duration_s=cfg.duration_s)
+                specs.append(_spec(d, rep, {"part": "cc", "setup": "paper", "cc": cc, "tsq": tsq, "loss": 0.0,
+                                            "n_apps": 3, "rep": rep}))
+    for setup in cfg.setups:
+        if setup == "paper":
+            continue  # the "tsq" part has it
+        for tsq in ("paper", "linux", "adaptive"):
+            for rep in range(cfg.reps):
+                d = s2_scenario(cc="lia", tsq=tsq, duration_s=cfg.duration_s, **SETUPS[setup])
+                specs.append(_spec(d, rep, {"part": "setup", "setup": setup, "cc": "lia", "tsq": tsq, "loss": 0.0,
+                                            "n_apps": SETUPS[setup]["n_apps"], "rep": rep}))
+    return specs
+
+
+def per_run(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per run: each application's throughput (Mbit/s, ``app1_mbps``...), the total, Jain's
+    index over the applications and APP1's share of the total."""
+    ok = runs[runs["ok"].astype(bool)].copy() if "ok" in runs else runs.copy()
+    n_max = int(ok["n_apps"].max()) if len(ok) else 0
+    apps = np.full((len(ok), n_max), np.nan)
+    for i, (_, r) in enumerate(ok.iterrows()):
+        for a in range(int(r["n_apps"])):
+            apps[i, a] = r.get(f"flow{a}_goodput_bps", np.nan) / 1e6
+    for a in range(n_max):
+        ok[f"app{a + 1}_mbps"] = apps[:, a]
+    total = np.nansum(apps, axis=1)
+    ok["total_mbps"] = total
+    ok["jain"] = [jain_index(row[~np.isnan(row)]) for row in apps]
+    ok["app1_share"] = apps[:, 0] / np.where(total > 0, total, np.nan) if n_max else []
+    return ok
+
+
+def cwnd_window(trace: Path, t0_s: float = 1.5, t1_s: float = 3.0) -> pd.DataFrame:
+    """Mean cwnd of each application's subflows between ``t0_s`` and ``t1_s`` (Fig. 3's reading)."""
+    f = pd.read_parquet(trace, columns=["flow", "subflow", "t_s", "cwnd_pkts"])
+    w = f[(f["t_s"] >= t0_s) & (f["t_s"] <= t1_s)]
+    return w.groupby(["flow", "subflow"], observed=True)["cwnd_pkts"].mean().reset_index()
+
+
+@dataclass
+class S2Result:
+    """Everything the report needs."""
+
+    cfg: S2Config
+    out_dir: Path
+    runs: pd.DataFrame
+    tsq: pd.DataFrame
+    cc: pd.DataFrame
+    setups: pd.DataFrame
+    cwnd: pd.DataFrame
+    compare: pd.DataFrame
+    figures: dict[str, Path]
+    tables: dict[str, list[Path]]
+    failures: pd.DataFrame
+    sweep: SweepResult
+    wall_s: float
+    traces: dict[str, Path] = field(default_factory=dict)
+
+
+def _traces(runs: pd.DataFrame, sweep: SweepResult) -> dict[str, Path]:
+    """The kept traces of the TSQ part (loss 0, first repetition), by TSQ rule."""
+    out: dict[str, Path] = {}
+    if "part" not in runs:
+        return out
+    rows = runs[(runs["part"] == "tsq") & (runs["loss"] == 0) & (runs["rep"] == 0)]
+    for _, r in rows.iterrows():
+        p = Path(sweep.trace_path(r["key"]))
+        if p.is_file():
+            out[str(r["tsq"])] = p
+    return out
+
+
+def compare_with_paper(tsq: pd.DataFrame, cwnd: pd.DataFrame) -> pd.DataFrame:
+    """The paper's results beside ours (means over the runs)."""
+    def at(rule: str, col: str) -> float:
+        sub = tsq[(tsq["tsq"] == rule) & (tsq["loss"] == 0)]
+        return float(sub[col].iloc[0]) if len(sub) and col in sub else float("nan")
+
+    def later_cwnd(rule: str) -> float:
+        sub = cwnd[(cwnd["tsq"] == rule) & (cwnd["flow"].astype(str).isin(["app2", "app3"]))] if len(cwnd) else cwnd
+        return float(sub["cwnd_pkts"].mean()) if len(sub) else float("nan")
+
+    ours = [at("paper", "app1_share_mean"), at("fixed", "jain_mean"), later_cwnd("paper"), later_cwnd("fixed")]
+    rows = [{"result": what, "paper": paper, "cclab": v} for (what, paper), v in zip(PAPER_RESULTS, ours)]
+    rows.append({"result": "Jain's index, cclab's adaptive rule, loss 0", "paper": "future work",
+                 "cclab": at("adaptive", "jain_mean")})
+    return pd.DataFrame(rows)
+
+
+def run_s2(out_dir: str | Path, cfg: S2Config, progress: Callable[[int, int], None] | None = None) -> S2Result:
+    """Run the S2 study into ``out_dir`` (cache in ``out_dir/cache``): tables, figures, report."""
+    from . import s2_figures
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    sweep = run_sweep(plan(cfg), out / "cache", cfg.jobs, cfg.executor, progress)
+    runs = per_run(sweep.runs)
+    n_max = int(runs["n_apps"].max()) if len(runs) else 0
+    metrics = ["total_mbps", "jain", "app1_share"] + [f"app{a + 1}_mbps" for a in range(n_max)]
+
+    def agg(part: str, by: list[str]) -> pd.DataFrame:
+        rows = runs[runs["part"] == part] if "part" in runs else runs.iloc[0:0]
+        return aggregate(rows, by, metrics) if len(rows) else pd.DataFrame()
+
+    tsq = agg("tsq", ["tsq", "loss"])
+    cc = agg("cc", ["cc", "tsq"])
+    setups = pd.concat([tsq[tsq["loss"] == 0].assign(setup="paper") if len(tsq) else tsq,
+                        agg("setup", ["setup", "tsq"])], ignore_index=True)
+    setups = setups[setups["tsq"].isin(["paper", "linux", "adaptive"])] if len(setups) else setups
+    traces = _traces(runs, sweep)
+    cwnd = pd.concat([cwnd_window(p).assign(tsq=rule) for rule, p in traces.items()], ignore_index=True) \
+        if traces else pd.DataFrame(columns=["flow", "subflow", "cwnd_pkts", "tsq"])
+    compare = compare_with_paper(tsq, cwnd) if len(tsq) else pd.DataFrame()
+    tables = {
+        "tsq": write_table(tsq, out / "tables" / "tsq"),
+        "cc": write_table(cc, out / "tables" / "cc"),
+        "setups": write_table(setups, out / "tables" / "setups"),
+        "cwnd": write_table(cwnd, out / "tables" / "cwnd_1.5-3s"),
+        "compare": write_table(compare, out / "tables" / "compare_with_paper"),
+        "runs": write_table(runs.drop(columns=["key"], errors="ignore"), out / "tables" / "runs"),
+    }
+    figures = s2_figures.draw_all(out / "figures", tsq, cc, setups, traces)
+    res = S2Result(cfg, out, runs, tsq, cc, setups, cwnd, compare, figures, tables, sweep.failures, sweep,
+                   time.perf_counter() - t0, traces)
+    from .s2_report import write_s2_report
+
+    write_s2_report(res)
+    return res

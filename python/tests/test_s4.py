@@ -1,0 +1,42 @@
+"""The S4 study: the chain's scenario builder and `cclab study s4 --quick`."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from cclab.study.s4 import S4Config, run_s4
+from cclab.study.s4_scenarios import SHIPPED, s4_scenario
+
+from .conftest import needs_core
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_shipped_s4_scenarios_are_the_builder_s() -> None:
+    for name, kw in SHIPPED.items():
+        for where in (ROOT / "scenarios", ROOT / "python" / "cclab" / "scenarios"):
+            assert tomllib.loads((where / f"{name}.toml").read_text()) == s4_scenario(**kw), (where, name)
+
+
+@needs_core
+def test_quick_study_writes_every_figure_and_table(tmp_path: Path) -> None:
+    cfg = S4Config.make(quick=True, duration_s=6.0, udp_duration_s=2.0, jobs=1, spacings_m=[0.5, 1.0])
+    res = run_s4(tmp_path, cfg)
+    assert res.failures.empty, res.failures
+    assert set(res.figures) == {"udp_sweep", "tcp_vs_hops", "exponents", "mathis"}
+    for p in res.figures.values():
+        assert Path(p).is_file() and Path(p).stat().st_size > 10_000
+    for name in ("udp_sweep", "tcp", "hop_fits", "mathis_fits", "compare_with_paper", "runs"):
+        assert (tmp_path / "tables" / f"{name}.csv").is_file()
+    assert res.compare["cclab"].notna().all(), res.compare
+    clean = res.fits[(res.fits["setting"] == "clean") & (res.fits["cc"] == "cubic")]["exponent"]
+    lossy = res.fits[res.fits["setting"] == "fer0.4-4att"]["exponent"]
+    # The clean chain shares one channel among n hops (about n^-1); residual per-hop loss
+    # makes it fall faster.
+    assert ((clean > 0.8) & (clean < 1.25)).all(), res.fits
+    assert (lossy > clean.max() + 0.2).all(), res.fits
+    # At low rates the chain delivers what is sent.
+    low = res.udp[res.udp["rate_bps"] <= 1e6]
+    assert (low["udp_receive_rate_bps"] > 0.97 * low["udp_send_rate_bps"]).all()
+    assert "S4" in (tmp_path / "report.html").read_text()
