@@ -15,6 +15,9 @@ network the simulator builds) turned into namespaces, TUN interfaces, addresses,
   sender's interface for that flow (with that interface's address as the preferred source), and
   the same for the receiver's ACKs. Two flows between the same two interfaces must take the same
   links (a route is per destination address): ``plan`` refuses the scenario otherwise.
+- A Multipath TCP flow's subflow 0 is routed as above; each later subflow between its own pair
+  of addresses by policy rules at both ends (``mptcp.py``), and cclab-link carries each pair
+  across its own path's links.
 - A host's device (its interface queue and NIC, the lowering's ``devices``) is an htb + pfifo on
   that interface's TUN (``device.py``); its TSQ limit is the namespace's
   ``tcp_limit_output_bytes``. Only Linux's own TSQ rule and pacing shift run on the kernel.
