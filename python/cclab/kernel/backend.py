@@ -31,7 +31,7 @@ from ..scenario import Scenario, load_scenario
 from .link import LinkEmulator
 from .clamp import CwndClamp
 from .middleware import MiddlewareCC, TerminalMiddleware, middleware_hosts, read_log
-from . import bpfcc, child
+from . import bpfcc, child, mptcp
 from .knobs import CUBIC_FAMILY, CubicModuleParams, cubic_plan, is_udp, namespace_sysctls, set_initcwnd
 from .device import configure_device, device_stats
 from .tcpinfo import TRACE_COLUMNS
@@ -62,7 +62,8 @@ def parity(sc: Scenario) -> list[str]:
         where = f"flows[{i}]"
         if is_udp(f):
             continue  # cclab.kernel.udp runs it; no TCP setting applies
-        if f["cc"] not in KERNEL_ALGORITHMS and f["cc"] not in CUBIC_FAMILY:
+        if f["cc"] not in KERNEL_ALGORITHMS and f["cc"] not in CUBIC_FAMILY and not (
+                mptcp.is_mptcp(f) and f["cc"] in mptcp.COUPLED_ALGORITHMS):  # mptcp.flow_problems says why
             problems.append(f"{where}.cc = {f['cc']!r}: this kernel has only {', '.join(KERNEL_ALGORITHMS)}; "
                             "use the simulator backend for it")
         if f["cc_params"] and f["cc"] not in CUBIC_FAMILY:
@@ -95,6 +96,7 @@ def parity(sc: Scenario) -> list[str]:
     problems += cubic_problems
     problems += plan_network(sc.lowered()).problems
     problems += _middleware_problems(d)
+    problems += mptcp.flow_problems(d, middleware_hosts(d))
     if bpf and not bpfcc.object_path().is_file():
         problems.append(f"CUBIC with C other than 410/1024 runs as the BPF congestion control cclab_cubic, whose "
                         f"object {bpfcc.object_path()} is not built: run `make bpf` (clang, bpftool) or use the "
@@ -163,6 +165,9 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
             if st.get("device"):
                 limit = _TSQ_LIMIT_MAX if st.get("tsq") == "off" else st["tsq_limit_bytes"]
                 knobs.setdefault(ns[h], {})["net/ipv4/tcp_limit_output_bytes"] = str(limit)
+        for f in (f for f in d["flows"] if mptcp.is_mptcp(f)):
+            for host in (f["sender"], f["receiver"]):
+                knobs[ns[host]]["net/mptcp/enabled"] = "1"
         for name, k in knobs.items():
             set_sysctls(name, k)
         cubic_params, bpf_cubic, cc_names, _ = cubic_plan(d["flows"])
@@ -179,6 +184,10 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                 address_iface(ns[i.host], i.dev, i.addr, i.routes)
                 if i.device:
                     configure_device(ns[i.host], i.dev, i.device["rate_bps"], i.device["queue_pkts"])
+            for k, sfs in net.subflows.items():
+                f = d["flows"][k]
+                for name, set_ in mptcp.configure(ns[f["sender"]], ns[f["receiver"]], sfs).items():
+                    knobs.setdefault(name, {}).update(set_)
             for (s_if, _, _), f in zip(net.flows, d["flows"]):
                 if f["initial_cwnd_pkts"] != 10 and not is_udp(f):
                     set_initcwnd(ns[s_if.host], s_if.dev, f["initial_cwnd_pkts"])
@@ -201,6 +210,9 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                 if is_udp(f):
                     cmd = _netns_exec(ns[f["receiver"]], "recv", "--port", port, "--ready-file", str(ready),
                                       "--go-file", str(go), "--until-s", str(d["duration_s"]), module=_UDP)
+                elif mptcp.is_mptcp(f):
+                    cmd = _netns_exec(ns[f["receiver"]], "recv", "--port", port, "--ready-file", str(ready), "--mptcp",
+                                      "--go-file", str(go), "--until-s", str(d["duration_s"]))
                 else:
                     cmd = _netns_exec(ns[f["receiver"]], "recv", "--port", port, "--ready-file", str(ready))
                 rcv = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -231,6 +243,9 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                         "--start-s", str(f["start_s"]), "--until-s", str(d["duration_s"]),
                         "--size", str(f["size_bytes"]), "--interval-ms", str(interval_ms),
                         "--out", str(Path(tmp) / f"flow{k}.csv")]
+                if mptcp.is_mptcp(f):
+                    pairs = [f"{sf.snd.addr}>{sf.rcv.addr}" for sf in net.subflows[k]]
+                    args += ["--mptcp", "--subflows", ",".join(pairs)]
                 mw = daemons.get(f["sender"])
                 preexec = mw.preexec if mw else clamp.preexec if clamp else None
                 senders.append((k, f, subprocess.Popen(_netns_exec(ns[f["sender"]], *args), stdout=subprocess.PIPE,
@@ -260,6 +275,11 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                     if r.returncode != 0:
                         raise RuntimeError(f"flow {f['name']}: UDP receiver failed: {errtxt.strip()[-500:]}")
                     totals[k]["udp"] = udp_stats(totals[k], json.loads(out.strip().splitlines()[-1]))
+                elif mptcp.is_mptcp(f):
+                    if r.returncode != 0:
+                        raise RuntimeError(f"flow {f['name']}: MPTCP receiver failed: {errtxt.strip()[-500:]}")
+                    got = json.loads(out.strip().splitlines()[-1])
+                    totals[k]["received_by_end_bytes"] = got["received_by_end_bytes"]
             devices = [{"name": i.device["name"], **device_stats(ns[i.host], i.dev)}
                        for i in net.interfaces.values() if i.device]
             link_stats = emu.stop()
@@ -293,7 +313,9 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
              "deviations": net.deviations + flow_deviations(d)}
     if mw_status:
         extra["middleware"] = {"cap": sc.kernel.middleware_cap, "daemons": mw_status}
-    r = _result(sc, d, frames, totals, link_stats, links, knobs, extra, time.perf_counter() - t_wall, __version__)
+    paths = {k: [sf.path for sf in sfs] for k, sfs in net.subflows.items()}
+    r = _result(sc, d, frames, totals, link_stats, links, knobs, extra, time.perf_counter() - t_wall, __version__,
+                paths)
     if mw_frames:
         mwt = pd.concat(mw_frames, ignore_index=True).sort_values(["t_s", "host"], kind="stable", ignore_index=True)
         mwt.insert(0, "run", pd.Categorical([sc.name] * len(mwt)))
@@ -344,7 +366,7 @@ def _killed_at_exit(procs: list[subprocess.Popen[str]]) -> Iterator[None]:
 
 def _result(sc: Scenario, d: dict[str, Any], frames: dict[int, pd.DataFrame], totals: dict[int, dict[str, Any]],
             link_stats: dict[str, Any], links_csv: pd.DataFrame, knobs: dict[str, dict[str, str]], extra: dict[str, Any], wall_s: float,
-            version: str) -> RunResult:
+            version: str, paths: dict[int, list[list[str]]] | None = None) -> RunResult:
     names = [f["name"] for f in d["flows"]]
     # Only TCP flows have TCP_INFO rows (an empty table of the same columns when there are none).
     flows = (pd.concat(list(frames.values()), ignore_index=True) if frames
@@ -353,24 +375,27 @@ def _result(sc: Scenario, d: dict[str, Any], frames: dict[int, pd.DataFrame], to
     n = len(flows)
     flows.insert(0, "run", pd.Categorical([sc.name] * n))
     flows["flow"] = pd.Categorical(flows["flow"], categories=names)
-    flows.insert(2, "subflow", np.zeros(n, dtype=np.int32))
+    # A Multipath TCP flow's rows are its subflows' (traffic.py wrote the column); a TCP flow is subflow 0.
+    sub = flows.pop("subflow").fillna(0) if "subflow" in flows else pd.Series(np.zeros(n))
+    flows.insert(2, "subflow", sub.to_numpy().astype(np.int32))
     flows["ssthresh_pkts"] = pd.array(flows["ssthresh_pkts"].round().astype("Int64"), dtype="Int64")
     flows["ca_state"] = pd.Categorical(np.array(CA_STATES, dtype=object)[flows["ca_state"].astype(int)],
                                        categories=CA_STATES)
     flows["delivered_bytes"] = (flows["delivered_bytes"] - 1).clip(lower=0)  # tcpi_bytes_acked counts the SYN
     ev = []
-    for name, g in flows.groupby("flow", observed=True):
+    for (name, k), g in flows.groupby(["flow", "subflow"], observed=True):
+        where = f" on subflow {k}" if paths and names.index(name) in paths else ""
         st = g["ca_state"].astype(str).to_numpy()
         for i in range(1, len(st)):
             if st[i] == "loss" and st[i - 1] != "loss":
                 ev.append({"run": sc.name, "t_s": float(g["t_s"].iloc[i]), "flow": name, "kind": "rto",
-                           "detail": "ca_state entered Loss (sampled)"})
+                           "detail": f"ca_state entered Loss (sampled){where}"})
             elif st[i] == "recovery" and st[i - 1] in ("open", "disorder", "cwr"):
                 ev.append({"run": sc.name, "t_s": float(g["t_s"].iloc[i]), "flow": name, "kind": "fast_retransmit",
-                           "detail": "ca_state entered Recovery (sampled)"})
+                           "detail": f"ca_state entered Recovery (sampled){where}"})
             elif st[i] == "cwr" and st[i - 1] in ("open", "disorder"):
                 ev.append({"run": sc.name, "t_s": float(g["t_s"].iloc[i]), "flow": name, "kind": "cwr",
-                           "detail": "ca_state entered CWR (sampled)"})
+                           "detail": f"ca_state entered CWR (sampled){where}"})
     events = pd.DataFrame(ev, columns=["run", "t_s", "flow", "kind", "detail"])
     fsum = []
     for k, f in enumerate(d["flows"]):
@@ -384,6 +409,12 @@ def _result(sc: Scenario, d: dict[str, Any], frames: dict[int, pd.DataFrame], to
             continue
         kinds = events[events["flow"] == f["name"]]["kind"].value_counts() if len(events) else {}
         acked = max(0, int(t["bytes_acked"]) - 1)
+        multipath = {}
+        if paths and k in paths:
+            # The connection's goodput is what the receiving application had by the run's end.
+            acked = int(t["received_by_end_bytes"])
+            multipath = {"subflows": _subflow_summary(t, paths[k]),
+                         "unknown_subflows": t.get("unknown_subflows", [])}
         fsum.append({"flow": f["name"], "goodput_bps": acked * 8 / max(t["elapsed_s"], 1e-9),
                      "delivered_bytes": acked, "retrans_pkts": int(t["total_retrans"]),
                      "rto_count": int(t["total_rto"]),  # tcpi_total_rto: exact, unlike sampled ca_state
@@ -391,7 +422,7 @@ def _result(sc: Scenario, d: dict[str, Any], frames: dict[int, pd.DataFrame], to
                      "cwr_count": int(kinds.get("cwr", 0)),  # sampled: reductions shorter than a sample are missed
                      "delivered_ce_pkts": int(t.get("delivered_ce", 0)),  # tcpi_delivered_ce
                      "start_s": t["start_s"], "mean_cwnd_pkts": float(frames[k]["cwnd_pkts"].mean()),
-                     "mean_srtt_ms": float(frames[k]["srtt_ms"].mean())})
+                     "mean_srtt_ms": float(frames[k]["srtt_ms"].mean()), **multipath})
     summary = {
         "cclab_version": version, "backend": "kernel", "seed": sc.seed, "scenario": sc.as_run(), "flows": fsum,
         "links": link_stats, "knobs": knobs, **extra, "kernel": os.uname().release,
@@ -404,3 +435,21 @@ def _result(sc: Scenario, d: dict[str, Any], frames: dict[int, pd.DataFrame], to
         **{c: links_csv[c].to_numpy() for c in ("t_s", "queue_pkts", "queue_bytes", "drops", "tx_bytes", "ce_marks")},
     })
     return RunResult(scenario=sc, seed=sc.seed, flows=flows, links=links, events=events, summary=summary)
+
+
+def _subflow_summary(t: dict[str, Any], paths: list[list[str]]) -> list[dict[str, Any]]:
+    """A Multipath TCP connection's per-subflow summary, from each subflow's last tcp_info: the
+    keys the simulator writes. ``sent_pkts`` is tcpi_data_segs_out (data segments, retransmissions
+    included); ``goodput_bps`` is over the time from the connection's start to the run's end."""
+    out = []
+    for k, path in enumerate(paths):
+        ti = t["subflows"].get(str(k))
+        if ti is None:
+            out.append({"subflow": k, "path": path, "delivered_bytes": 0, "goodput_bps": 0.0, "sent_pkts": 0,
+                        "retrans_pkts": 0})
+            continue
+        acked = max(0, int(ti["bytes_acked"]) - 1)  # tcpi_bytes_acked counts the SYN (MP_CAPABLE or MP_JOIN)
+        out.append({"subflow": k, "path": path, "delivered_bytes": acked,
+                    "goodput_bps": acked * 8 / max(t["elapsed_s"], 1e-9), "sent_pkts": int(ti["data_segs_out"]),
+                    "retrans_pkts": int(ti["total_retrans"])})
+    return out

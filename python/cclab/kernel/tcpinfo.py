@@ -7,7 +7,7 @@ import socket
 import struct
 from typing import Any
 
-__all__ = ["read_tcp_info", "read_wmem_alloc", "to_trace_row", "TRACE_COLUMNS"]
+__all__ = ["read_tcp_info", "parse_tcp_info", "read_wmem_alloc", "to_trace_row", "TRACE_COLUMNS", "TCP_INFO_LEN"]
 
 # Offsets in bytes (include/uapi/linux/tcp.h, struct tcp_info): 8 one-byte fields, then u32s
 # from tcpi_rto (8) to tcpi_total_retrans (100), u64 tcpi_pacing_rate (104) ...; u16
@@ -30,7 +30,9 @@ _FIELDS: dict[str, tuple[int, str]] = {
     "total_retrans": (100, "I"),
     "pacing_rate": (104, "Q"),
     "bytes_acked": (120, "Q"),
+    "segs_out": (136, "I"),              # segments sent, data or not, retransmissions included
     "min_rtt": (148, "I"),
+    "data_segs_out": (156, "I"),         # data segments sent, retransmissions included
     "delivery_rate": (160, "Q"),
     "delivered": (192, "I"),
     "delivered_ce": (196, "I"),          # segments delivered by ACKs with ECE (tcp_count_delivered)
@@ -40,6 +42,8 @@ _FIELDS: dict[str, tuple[int, str]] = {
     "total_rto_recoveries": (242, "H"),  # recoveries that started with an RTO
 }
 _LEN = 248
+#: Bytes of struct tcp_info read (the fields above; 6.18's struct is 280).
+TCP_INFO_LEN = _LEN
 
 #: Columns written by the kernel backend (the simulator's flows schema plus delivery_rate_bps).
 TRACE_COLUMNS = [
@@ -62,7 +66,11 @@ def read_wmem_alloc(sock: socket.socket) -> int:
 
 def read_tcp_info(sock: socket.socket) -> dict[str, int]:
     """The fields above, in the kernel's units (us, bytes, bytes/s, packets)."""
-    raw = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _LEN)
+    return parse_tcp_info(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _LEN))
+
+
+def parse_tcp_info(raw: bytes) -> dict[str, int]:
+    """The fields above from a struct tcp_info as the kernel copied it (0 past its end)."""
     out = {}
     for name, (off, fmt) in _FIELDS.items():
         size = struct.calcsize(fmt)

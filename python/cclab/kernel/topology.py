@@ -15,6 +15,9 @@ network the simulator builds) turned into namespaces, TUN interfaces, addresses,
   sender's interface for that flow (with that interface's address as the preferred source), and
   the same for the receiver's ACKs. Two flows between the same two interfaces must take the same
   links (a route is per destination address): ``plan`` refuses the scenario otherwise.
+- A Multipath TCP flow's subflow 0 is routed as above; each later subflow between its own pair
+  of addresses by policy rules at both ends (``mptcp.py``), and cclab-link carries each pair
+  across its own path's links.
 - A host's device (its interface queue and NIC, the lowering's ``devices``) is an htb + pfifo on
   that interface's TUN (``device.py``); its TSQ limit is the namespace's
   ``tcp_limit_output_bytes``. Only Linux's own TSQ rule and pacing shift run on the kernel.
@@ -25,6 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .mptcp import Subflow, plan_subflows
 
 __all__ = ["KernelPlan", "plan_network"]
 
@@ -68,6 +73,8 @@ class KernelPlan:
     deviations: list[str] = field(default_factory=list)
     #: host name -> its stack below TCP (tsq, tsq_limit_bytes, pacing_shift, device)
     stacks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Multipath TCP flows (scenario index) -> their subflows, one per path (``mptcp.py``)
+    subflows: dict[int, list[Subflow]] = field(default_factory=dict)
 
     def emulator_spec(self, seed: int, ns: dict[str, str], stats_path: Path, interval_ms: float) -> dict[str, Any]:
         """cclab-link's spec, with ``ns`` mapping host names to namespace names."""
@@ -152,28 +159,45 @@ def plan_network(lowered: dict[str, Any]) -> KernelPlan:
     routes: dict[tuple[str, str], list[Any]] = {}
     route_owner: dict[tuple[str, str], str] = {}
     flows = []
-    for f in lowered["flows"]:
+    subflows: dict[int, list[Subflow]] = {}
+
+    def carry(frm: Interface, to: Interface, hops: list[dict[str, int]], owner: str, via: Interface | None) -> None:
+        """cclab-link carries packets read on ``frm`` for ``to``'s address across ``hops``; with
+        ``via``, a /32 route to ``to`` out of ``via`` in its host's main table."""
+        key = (frm.port, to.port)
+        want = [hop(h) for h in hops]
+        if key in routes and routes[key] != want:
+            problems.append(
+                f"flows {route_owner[key]!r} and {owner!r} go from {frm.host}'s interface on {frm.link!r} to "
+                f"{to.host}'s on {to.link!r} by different links ({' -> '.join(map(label, routes[key]))} vs "
+                f"{' -> '.join(map(label, want))}): on the kernel a route is per destination address; give them "
+                "different interfaces (hosts) or the same path")
+            return
+        routes[key] = want
+        route_owner[key] = owner
+        if via is not None and to.addr not in via.routes:
+            via.routes.append(to.addr)
+
+    for i, f in enumerate(lowered["flows"]):
         s_if = interfaces.get((f["sender"], f["sender_link"]))
         r_if = interfaces.get((f["receiver"], f["receiver_link"]))
         a_if = interfaces.get((f["receiver"], f["ack_link"]))
         if s_if is None or r_if is None or a_if is None:
             continue
-        for frm, to, via, hops in ((s_if, r_if, s_if, f["fwd"]), (a_if, s_if, a_if, f["rev"])):
-            key = (frm.port, to.port)
-            want = [hop(h) for h in hops]
-            if key in routes and routes[key] != want:
-                problems.append(
-                    f"flows {route_owner[key]!r} and {f['flow']!r} go from {frm.host}'s interface on {frm.link!r} to "
-                    f"{to.host}'s on {to.link!r} by different links ({' -> '.join(map(label, routes[key]))} vs "
-                    f"{' -> '.join(map(label, want))}): on the kernel a route is per destination address; give them "
-                    "different "
-                    "interfaces (hosts) or the same path")
-                continue
-            routes[key] = want
-            route_owner[key] = f["flow"]
-            if to.addr not in via.routes:
-                via.routes.append(to.addr)
+        carry(s_if, r_if, f["fwd"], f["flow"], s_if)
+        carry(a_if, s_if, f["rev"], f["flow"], a_if)
         flows.append((s_if, r_if, a_if))
+        if f.get("subflows"):
+            # Subflow 0 is the route above; each later one crosses its own path's links between
+            # its own pair of addresses (policy rules at both ends, mptcp.configure). Only an
+            # announced address needs a main-table route at the sender, so that the path manager's
+            # "any" source becomes the path's first interface.
+            sfs, sf_problems = plan_subflows(i, f, interfaces)
+            problems += sf_problems
+            subflows[i] = sfs
+            for sf, lw in ((sf, f["subflows"][sf.k]) for sf in sfs[1:]):
+                carry(sf.snd, sf.rcv, lw["fwd"], f"{f['flow']} subflow {sf.k}", sf.snd if sf.how == "signal" else None)
+                carry(sf.ack, sf.snd, lw["rev"], f"{f['flow']} subflow {sf.k}", None)
     # A host that reaches one address through two interfaces cannot be routed per destination.
     for h in hosts_used:
         seen: dict[str, str] = {}
@@ -185,4 +209,4 @@ def plan_network(lowered: dict[str, Any]) -> KernelPlan:
                 seen[dst] = i.dev
     return KernelPlan(hosts=parts, interfaces=interfaces, flows=flows, links=links, media=media_spec,
                       routes=[{"from": a, "to": b, "links": ls} for (a, b), ls in routes.items()], problems=problems,
-                      stacks=stacks, deviations=deviations)
+                      stacks=stacks, deviations=deviations, subflows=subflows)

@@ -9,6 +9,12 @@ The sender sets the congestion control per socket (TCP_CONGESTION), the MSS (TCP
 buffers (SO_SNDBUF/SO_RCVBUF when > 0), writes as fast as the socket takes data (or ``--size``
 bytes), samples TCP_INFO every ``--interval-ms`` from a thread (about 1 us per call) and writes
 one CSV row per sample in cclab's flows schema, plus a last line of totals on stdout as JSON.
+
+With ``--mptcp`` both ends open Multipath TCP sockets (IPPROTO_MPTCP); the sender's options apply
+to every subflow, and each sample is a row per subflow (getsockopt SOL_MPTCP MPTCP_TCPINFO), its
+``subflow`` column the index in ``--subflows`` (``LOCAL>REMOTE`` address pairs, the scenario's
+paths in order) of the subflow's addresses (MPTCP_SUBFLOW_ADDRS). The receiver then also counts
+the bytes it had by the run's end (``--go-file`` and ``--until-s``).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import sys
 import threading
 import time
 
+from .mptcp import IPPROTO_MPTCP, read_mptcp_info, read_subflows
 from .tcpinfo import TRACE_COLUMNS, read_tcp_info, read_wmem_alloc, to_trace_row
 
 __all__ = ["main"]
@@ -29,8 +36,19 @@ __all__ = ["main"]
 _CHUNK = 1 << 16
 
 
-def _recv(port: int, rcvbuf: int, ready_file: str | None) -> None:
-    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+def _wait_zero(go_file: str) -> float:
+    """The run's time zero (CLOCK_MONOTONIC s) once the backend writes it into ``go_file``."""
+    wait_until = time.monotonic() + 60
+    while not os.path.exists(go_file) or not open(go_file).read().strip():
+        if time.monotonic() > wait_until:
+            raise SystemExit(f"no time zero in {go_file} after 60 s")
+        time.sleep(0.002)
+    return float(open(go_file).read())
+
+
+def _recv(port: int, rcvbuf: int, ready_file: str | None, mptcp: bool = False, go_file: str | None = None,
+          until_s: float | None = None) -> None:
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM, IPPROTO_MPTCP if mptcp else 0)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if rcvbuf > 0:
         srv.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
@@ -40,18 +58,29 @@ def _recv(port: int, rcvbuf: int, ready_file: str | None) -> None:
         open(ready_file, "w").close()
     conn, _ = srv.accept()
     total = 0
+    # The bytes the application had by the run's end (zero + until_s), when told the run's zero.
+    end = _wait_zero(go_file) + until_s if go_file and until_s is not None else None
+    by_end = None
     while True:
         b = conn.recv(1 << 20)
+        if end is not None and by_end is None and time.monotonic() >= end:
+            by_end = total
         if not b:
             break
         total += len(b)
     conn.close()
     srv.close()
-    print(json.dumps({"received_bytes": total}), flush=True)
+    print(json.dumps({"received_bytes": total, "received_by_end_bytes": total if by_end is None else by_end}),
+          flush=True)
+
+
+def _subflow_map(spec: str) -> dict[tuple[str, str], int]:
+    """``LOCAL>REMOTE,...`` -> {(local, remote): subflow index}."""
+    return {tuple(x.split(">")): k for k, x in enumerate(spec.split(",")) if x}  # type: ignore[misc]
 
 
 def _send(a: argparse.Namespace) -> None:
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, IPPROTO_MPTCP if a.mptcp else 0)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, a.cc.encode())
     if a.mss > 0:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, a.mss)
@@ -61,12 +90,7 @@ def _send(a: argparse.Namespace) -> None:
     if a.go_file:  # started by the kernel backend: wait for the run's time zero
         if a.ready_file:
             open(a.ready_file, "w").close()
-        wait_until = time.monotonic() + 60
-        while not os.path.exists(a.go_file) or not open(a.go_file).read().strip():
-            if time.monotonic() > wait_until:
-                raise SystemExit(f"no time zero in {a.go_file} after 60 s")
-            time.sleep(0.002)
-        zero = float(open(a.go_file).read())
+        zero = _wait_zero(a.go_file)
         time.sleep(max(0.0, zero + a.start_s - time.monotonic()))
     deadline = time.monotonic() + 10
     while True:
@@ -82,14 +106,31 @@ def _send(a: argparse.Namespace) -> None:
     t0 = zero if zero is not None else t_connected
     rows: list[dict] = []
     stop = threading.Event()
+    which = _subflow_map(a.subflows) if a.mptcp else {}
+    last: dict[int, dict[str, int]] = {}  # subflow -> its latest tcp_info (kept if it closes early)
+    strangers: set[str] = set()  # subflows on addresses of no path (should not happen)
+
+    def sample_subflows() -> None:
+        t = time.monotonic() - t0
+        for (local, _), (remote, _), ti in read_subflows(s):
+            k = which.get((local, remote))
+            if k is None:
+                strangers.add(f"{local}>{remote}")
+                continue
+            last[k] = ti
+            ti["wmem_alloc"] = float("nan")  # below TCP per subflow: not readable from the MPTCP socket
+            rows.append({**to_trace_row(t, ti), "subflow": k})
 
     def sample() -> None:
         period = a.interval_ms / 1000.0
         nxt = time.monotonic()
         while not stop.is_set():
-            ti = read_tcp_info(s)
-            ti["wmem_alloc"] = read_wmem_alloc(s)
-            rows.append(to_trace_row(time.monotonic() - t0, ti))
+            if a.mptcp:
+                sample_subflows()
+            else:
+                ti = read_tcp_info(s)
+                ti["wmem_alloc"] = read_wmem_alloc(s)
+                rows.append(to_trace_row(time.monotonic() - t0, ti))
             nxt += period
             time.sleep(max(0.0, nxt - time.monotonic()))
 
@@ -105,20 +146,36 @@ def _send(a: argparse.Namespace) -> None:
             sent += n
         except socket.timeout:
             continue
-    final = read_tcp_info(s)
-    stop.set()
-    th.join()
-    rows.append(to_trace_row(time.monotonic() - t0, final))
+    if a.mptcp:
+        stop.set()
+        th.join()
+        sample_subflows()
+        final = _mptcp_totals(read_mptcp_info(s), last)
+        final["unknown_subflows"] = sorted(strangers)
+    else:
+        final = read_tcp_info(s)
+        stop.set()
+        th.join()
+        rows.append(to_trace_row(time.monotonic() - t0, final))
     with open(a.out, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=TRACE_COLUMNS)
+        w = csv.DictWriter(fh, fieldnames=TRACE_COLUMNS + (["subflow"] if a.mptcp else []))
         w.writeheader()
         w.writerows(rows)
     elapsed = time.monotonic() - t_connected
     s.close()
-    print(json.dumps({"sent_bytes": sent, "bytes_acked": final["bytes_acked"], "elapsed_s": elapsed,
-                      "total_retrans": final["total_retrans"], "total_rto": final["total_rto"],
-                      "delivered_ce": final["delivered_ce"],
-                      "connected_s": t_connected - t0, "samples": len(rows)}), flush=True)
+    print(json.dumps({"sent_bytes": sent, "elapsed_s": elapsed, "connected_s": t_connected - t0, "samples": len(rows),
+                      **{k: final[k] for k in ("bytes_acked", "total_retrans", "total_rto", "delivered_ce")},
+                      **({k: final[k] for k in ("subflows", "unknown_subflows")} if a.mptcp else {})}), flush=True)
+
+
+def _mptcp_totals(info: dict[str, int], last: dict[int, dict[str, int]]) -> dict:
+    """A Multipath TCP connection's totals: bytes acked at the MPTCP level (data sequence), the
+    other counters summed over its subflows, and each subflow's own (its last tcp_info)."""
+    return {"bytes_acked": info["bytes_acked"] + 1,  # + 1: read as tcpi_bytes_acked, which counts the SYN
+            **{key: sum(ti[key] for ti in last.values()) for key in ("total_retrans", "total_rto", "delivered_ce")},
+            "subflows": {str(k): {key: last[k][key] for key in ("bytes_acked", "data_segs_out", "segs_out",
+                                                                "total_retrans", "total_rto")}
+                         for k in sorted(last)}}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -129,6 +186,9 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--port", type=int, required=True)
     r.add_argument("--rcvbuf", type=int, default=0)
     r.add_argument("--ready-file", default=None)
+    r.add_argument("--mptcp", action="store_true", help="Listen with a Multipath TCP socket.")
+    r.add_argument("--go-file", default=None, help="With --until-s: also count the bytes received by zero + until.")
+    r.add_argument("--until-s", type=float, default=None)
     s = sub.add_parser("send")
     s.add_argument("--dst", required=True)
     s.add_argument("--port", type=int, required=True)
@@ -144,11 +204,13 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--size", type=int, default=0)
     s.add_argument("--interval-ms", type=float, default=10.0)
     s.add_argument("--out", required=True)
+    s.add_argument("--mptcp", action="store_true", help="Connect with a Multipath TCP socket; rows per subflow.")
+    s.add_argument("--subflows", default="", help="With --mptcp: LOCAL>REMOTE address pairs, subflow 0 first.")
     a = p.parse_args(argv)
     if a.cmd == "send" and (a.duration is None) == (a.go_file is None or a.until_s is None):
         p.error("send: give --duration, or --go-file with --until-s")
     if a.cmd == "recv":
-        _recv(a.port, a.rcvbuf, a.ready_file)
+        _recv(a.port, a.rcvbuf, a.ready_file, a.mptcp, a.go_file, a.until_s)
     else:
         _send(a)
 
