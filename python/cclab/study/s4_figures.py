@@ -96,9 +96,9 @@ def mathis(runs: pd.DataFrame, stem: Path) -> Path:
     packets, with eq. (1)."""
     g = runs[(runs["p"] > 0) & runs["mean_srtt_ms"].notna()]
     fig, ax = plt.subplots(figsize=(6, 4), dpi=110)
-    for k, (cc, h) in enumerate(g.groupby("cc", sort=False)):
+    for k, ((setting, cc), h) in enumerate(g.groupby(["setting", "cc"], sort=False)):
         y = h["goodput_bps"] * h["mean_srtt_ms"] / 1e3 / (1448 * 8)
-        ax.scatter(h["p"], y, s=12, color=f"C{k}", label=str(cc))
+        ax.scatter(h["p"], y, s=12, color=f"C{k}", label=f"{cc}, {setting}")
     if len(g):
         p = np.logspace(np.log10(g["p"].min()), np.log10(g["p"].max()), 50)
         ax.plot(p, MATHIS_C / np.sqrt(p), color="0.3", lw=1, label="eq. (1), C = sqrt(3/2)")
