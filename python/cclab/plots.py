@@ -20,7 +20,11 @@ def plot_cwnd(result: "RunResult", path: str | Path) -> Path:
     """cwnd (solid) and ssthresh (dashed, hidden while infinite) per flow over time."""
     fig, ax = plt.subplots(figsize=(9, 4.5), dpi=110)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for i, (name, rows) in enumerate(result.flows.groupby("flow", observed=True)):
+    # A Multipath TCP connection has a line per subflow (its rows share the flow's name).
+    f = result.flows
+    multi = set(f.loc[f["subflow"] > 0, "flow"])
+    for i, ((flow, sub), rows) in enumerate(f.groupby(["flow", "subflow"], observed=True)):
+        name = f"{flow} subflow {int(sub)}" if flow in multi else str(flow)
         c = colors[i % len(colors)]
         ax.step(rows["t_s"], rows["cwnd_pkts"], where="post", color=c, lw=1.0, label=f"{name} cwnd")
         ss = rows["ssthresh_pkts"].astype("float64")
