@@ -26,7 +26,10 @@
 //!   them. The RFC leaves the timing open ("computed whenever a congestion window changes" is
 //!   its intent). The shared value travels in `coupled_state` (`coupled::Shared`).
 //! - Slow start as Linux (`tcp_slow_start`), with the leftover of an ACK that crosses ssthresh
-//!   dropped (the kernel returns after slow start), and alpha recomputed on every such ACK.
+//!   dropped (the kernel returns after slow start), and alpha recomputed on every such ACK. The
+//!   test is `tcp_in_slow_start` (cwnd < ssthresh, as in `mptcp_olia.c`, `mptcp_balia.c`); some
+//!   v0.9x copies of this file test `snd_cwnd <= snd_ssthresh`, which with 6.18's
+//!   `tcp_slow_start` would hold cwnd at ssthresh for ever.
 //! - ssthresh = `tcp_reno_ssthresh` per subflow (halve, at least 2); undo = `tcp_reno_undo_cwnd`.
 //! - One established subflow (`cnt_established <= 1`): alpha = 1 and the subflow grows like
 //!   Reno (w_r ACKs per packet).
