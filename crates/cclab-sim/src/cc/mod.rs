@@ -29,6 +29,13 @@ pub mod vegas;
 pub mod veno;
 pub mod westwood;
 pub mod yeah;
+// Issue 16: coupled congestion control for Multipath TCP (simulator only).
+pub mod balia;
+mod coupled;
+pub mod lia;
+pub mod olia;
+#[cfg(test)]
+mod tests_coupled;
 
 pub use registry::{algorithms, build, AlgorithmInfo, CcError, ParamInfo, ParamValue, Params};
 

@@ -233,6 +233,9 @@ fn family() -> Vec<(AlgorithmInfo, BuildFn)> {
         (super::bbr3::info(), super::bbr3::build),
         (super::cubic_xnu::info(), super::cubic_xnu::build),
         (super::dctcp::info(), super::dctcp::build),
+        (super::lia::info(), super::lia::build),
+        (super::olia::info(), super::olia::build),
+        (super::balia::info(), super::balia::build),
     ]
 }
 
@@ -415,7 +418,12 @@ mod tests {
             assert_eq!(build(a.name, &Params::new()).unwrap().name(), a.name);
         }
         for a in &all {
-            let src = ["Linux 6.18 net/ipv4/", "Apple xnu-", "google/bbr branch "];
+            let src = [
+                "Linux 6.18 net/ipv4/",
+                "Apple xnu-",
+                "google/bbr branch ",
+                "multipath-tcp.org v0.9x net/mptcp/",
+            ];
             assert!(src.iter().any(|s| a.source.starts_with(s)), "{}", a.source);
             assert_eq!(a.preset_params.is_empty(), a.name == a.base);
             for k in a.preset_params.keys() {
