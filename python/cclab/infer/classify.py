@@ -148,10 +148,12 @@ def scenario_for(cc: str, cond: dict[str, float], seed: int = 1) -> dict[str, An
 
 
 def _labels() -> dict[str, str]:
-    """Every algorithm and preset the simulator has -> the class it belongs to (its base)."""
+    """Every single-path algorithm and preset the simulator has -> the class it belongs to (its
+    base). The coupled multipath algorithms (lia, olia, balia) are left out: on one path each is
+    Reno, so no single-path trace can tell them apart from it."""
     from .. import presets
 
-    return {a["name"]: a["base"] for a in presets.algorithms()}
+    return {a["name"]: a["base"] for a in presets.algorithms() if not a["source"].startswith("multipath-tcp.org")}
 
 
 def _simulate_features(job: tuple[str, dict[str, float], int]) -> dict[str, Any]:
