@@ -17,10 +17,15 @@ __all__ = ["plot_cwnd", "plot_queue"]
 
 
 def plot_cwnd(result: "RunResult", path: str | Path) -> Path:
-    """cwnd (solid) and ssthresh (dashed, hidden while infinite) per flow over time."""
+    """cwnd (solid) and ssthresh (dashed, hidden while infinite) per flow over time; a
+    Multipath TCP connection's subflows each get a line, named ``<flow>.<subflow>``."""
     fig, ax = plt.subplots(figsize=(9, 4.5), dpi=110)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for i, (name, rows) in enumerate(result.flows.groupby("flow", observed=True)):
+    fl = result.flows
+    multi = set(fl.loc[fl["subflow"] > 0, "flow"]) if "subflow" in fl else set()
+    groups = fl.groupby(["flow", "subflow"] if multi else "flow", observed=True)
+    for i, (key, rows) in enumerate(groups):
+        name = f"{key[0]}.{key[1]}" if multi and key[0] in multi else (key[0] if multi else key)
         c = colors[i % len(colors)]
         ax.step(rows["t_s"], rows["cwnd_pkts"], where="post", color=c, lw=1.0, label=f"{name} cwnd")
         ss = rows["ssthresh_pkts"].astype("float64")
