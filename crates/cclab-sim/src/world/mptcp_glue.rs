@@ -104,18 +104,20 @@ impl World {
         self.data_buf = buf;
         let s = &self.flows[f as usize].sender;
         let (rtos, una, nxt) = (s.stats.rto_count, s.tp.snd_una, s.tp.snd_nxt);
+        let mut queued = 0;
         if rtos > self.conns[c].subflows[k].rtos_seen {
             // mptcp_sub_retransmit_timer: tcp_retransmit_timer, then mptcp_reinject_data.
             self.conns[c].subflows[k].rtos_seen = rtos;
-            let queued = self.conns[c].reinject_from(k, una, nxt);
-            if queued > 0 {
-                let id = self.conns[c].id as i32;
-                let detail = format!("subflow={k} bytes={queued}");
-                self.events.push(t, id, "reinject", detail);
-            }
+            queued = self.conns[c].reinject_from(k, una, nxt);
         }
         self.mptcp_push(t, c);
         self.mptcp_after(t, c, None);
+        if queued > 0 {
+            // After the subflow's own `rto` event (drained above).
+            let id = self.conns[c].id as i32;
+            let detail = format!("subflow={k} bytes={queued}");
+            self.events.push(t, id, "reinject", detail);
+        }
     }
 
     /// Subflow slot `f`'s NIC sent a segment (TSQ may let it, and so the connection, write).
