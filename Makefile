@@ -62,6 +62,8 @@ bench:
 	./target/release/cclab-bench bench/s1-phones-6-mw.json | grep -v '^flow='
 	@echo "-- S4: CUBIC over 4 hops of a 5-node 802.11s mesh chain, 100 s (bench/s4-chain-4hop.json)"
 	./target/release/cclab-bench bench/s4-chain-4hop.json | grep -v '^flow='
+	@echo "-- S2: 3 MPTCP apps (LIA) x 3 subflows behind 50 Mbit/s NICs, 30 s (bench/s2-three-apps.json)"
+	./target/release/cclab-bench bench/s2-three-apps.json | grep -v '^flow='
 
 # The full S0 study's wall time (a fresh cache, every core).
 bench-study: setup

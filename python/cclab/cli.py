@@ -165,6 +165,10 @@ def run(scenario: str, out_dir: str | None, seed: int | None, sets: tuple[str, .
                   str(st["retrans_pkts"]), str(st["rto_count"]), str(st["fast_retransmit_count"]))
     out.print(t)
     for f, st in zip(sc.flows, res.summary["flows"]):
+        for sf in st.get("subflows", []):
+            out.print(f"{f.name} subflow {sf['subflow']} ({'>'.join(sf['path'])}): "
+                      f"{sf['goodput_bps'] / 1e6:.3f} Mbit/s, retrans {sf['retrans_pkts']} pkts, "
+                      f"RTOs {sf.get('rto_count', 0)}, reinjected {sf.get('reinjected_pkts', 0)} pkts")
         if "udp" in st:
             u = st["udp"]
             owd = "" if u["owd_p50_ms"] is None else f", one-way delay p50 {u['owd_p50_ms']:.1f} ms, p99 {u['owd_p99_ms']:.1f} ms"

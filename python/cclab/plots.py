@@ -17,7 +17,8 @@ __all__ = ["plot_cwnd", "plot_queue"]
 
 
 def plot_cwnd(result: "RunResult", path: str | Path) -> Path:
-    """cwnd (solid) and ssthresh (dashed, hidden while infinite) per flow over time."""
+    """cwnd (solid) and ssthresh (dashed, hidden while infinite) per flow over time; a
+    Multipath TCP connection's subflows each get a line, named ``<flow> subflow <k>``."""
     fig, ax = plt.subplots(figsize=(9, 4.5), dpi=110)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     # A Multipath TCP connection has a line per subflow (its rows share the flow's name).

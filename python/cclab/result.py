@@ -84,7 +84,7 @@ class RunResult:
             {
                 "run": pd.Categorical([run] * n),
                 "flow": pd.Categorical(fnames[f["flow"]] if n else [], categories=list(fnames)),
-                "subflow": np.zeros(n, dtype=np.int32),
+                "subflow": np.asarray(f["subflow"], dtype=np.int32),
                 "t_s": f["t_s"],
                 "cwnd_pkts": f["cwnd_pkts"],
                 "ssthresh_pkts": ssth,

@@ -83,6 +83,7 @@ fn simulate<'py>(
     let f = PyDict::new(py);
     let t = out.flows;
     f.set_item("flow", t.flow.into_pyarray(py))?;
+    f.set_item("subflow", t.subflow.into_pyarray(py))?;
     f.set_item("t_s", t.t_s.into_pyarray(py))?;
     f.set_item("cwnd_pkts", t.cwnd_pkts.into_pyarray(py))?;
     f.set_item("ssthresh_pkts", t.ssthresh_pkts.into_pyarray(py))?;

@@ -14,7 +14,8 @@
 //! Layers: `engine` (event queue), `world` (the network and the event loop), `tcp` (protocol),
 //! `cc` (algorithms), `trace` (columnar output), `config` (the scenario as the core reads it),
 //! `middleware` (the S1 cwnd-clamping policy: equations, tables, terminal counting), `udp` (a
-//! constant-bit-rate UDP application).
+//! constant-bit-rate UDP application), `mptcp` (Multipath TCP connections over several TCP
+//! subflows).
 
 mod agents;
 pub mod cc;
@@ -22,6 +23,7 @@ pub mod config;
 pub mod engine;
 pub mod lower;
 pub mod middleware;
+pub mod mptcp;
 pub mod tcp;
 pub mod trace;
 pub mod udp;
@@ -84,6 +86,35 @@ pub struct FlowStats {
     /// A UDP flow's own results (None for TCP: the key is left out).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub udp: Option<udp::UdpStats>,
+    /// A Multipath TCP connection's subflows (None otherwise: the key is left out). The
+    /// connection's own goodput and delivered bytes are at the data level, its counters the
+    /// sums over its subflows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subflows: Option<Vec<SubflowStats>>,
+}
+
+/// One subflow of a Multipath TCP connection in the summary (the kernel backend writes the
+/// same keys, less the simulator-only extras at the end).
+#[derive(Debug, Clone, Serialize)]
+pub struct SubflowStats {
+    /// Its index k in the connection (the flows trace's `subflow`).
+    pub subflow: u32,
+    /// The nodes its data crosses, sender first.
+    pub path: Vec<String>,
+    /// Subflow-level bytes cumulatively acked.
+    pub delivered_bytes: u64,
+    /// `delivered_bytes` * 8 / (end of the run, or the connection's completion, less the
+    /// connection's start).
+    pub goodput_bps: f64,
+    pub sent_pkts: u64,
+    pub retrans_pkts: u64,
+    /// Simulator only from here on.
+    pub rto_count: u64,
+    pub fast_retransmit_count: u64,
+    pub cwr_count: u64,
+    pub local_drop_count: u64,
+    /// Segments it sent carrying data reinjected from another subflow.
+    pub reinjected_pkts: u64,
 }
 
 /// One lane's counters (a link direction, or a medium port's queue), named: cclab-net's

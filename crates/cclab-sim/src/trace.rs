@@ -5,6 +5,8 @@
 #[derive(Debug, Default, Clone)]
 pub struct FlowTrace {
     pub flow: Vec<i32>,
+    /// A Multipath TCP subflow's index in its connection (0 for a TCP flow).
+    pub subflow: Vec<u8>,
     pub t_s: Vec<f64>,
     pub cwnd_pkts: Vec<u32>,
     pub ssthresh_pkts: Vec<u32>,

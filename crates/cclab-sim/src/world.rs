@@ -6,6 +6,7 @@ use crate::cc;
 use crate::config::{ms_to_ns, s_to_ns, ConfigError, Scenario, TraceMode};
 use crate::engine::{Event, EventQueue};
 use crate::lower::{lower, Lowered, SimHop};
+use crate::mptcp::Connection;
 use crate::tcp::ecn::EcnMode;
 use crate::tcp::receiver::{Receiver, ReceiverConfig};
 use crate::tcp::segment::{
@@ -16,6 +17,8 @@ use crate::trace::{EventTrace, FlowTrace, LinkTrace};
 use crate::udp::{CbrSender, Transport, UdpReceiver, UdpStats, UDP_IP_HEADER_BYTES};
 use crate::{RunOutput, SimError};
 use cclab_net::medium::Medium;
+
+mod mptcp_glue;
 
 /// Bytes of a SYN or SYN-ACK on the wire (20 B IPv4 + 40 B TCP with MSS, SACK, TS, WS options).
 const SYN_BYTES: u64 = 60;
@@ -101,6 +104,8 @@ struct FlowSlot {
     device: Option<InterfaceQueue>,
     /// The sender's local drops already counted on its device.
     local_drops_seen: u64,
+    /// A Multipath TCP subflow: (its connection in `World::conns`, its index k there).
+    conn: Option<(u32, u8)>,
 }
 
 /// A UDP flow: its application at each end.
@@ -139,6 +144,8 @@ pub struct World {
     /// Per flow, the names of the links its data and its ACKs cross (for the summary).
     paths: Vec<crate::FlowPath>,
     flows: Vec<FlowSlot>,
+    /// Multipath TCP connections (their subflows are flow slots in `flows`).
+    conns: Vec<Connection>,
     udp: Vec<UdpSlot>,
     q: EventQueue,
     flow_trace: FlowTrace,
@@ -162,21 +169,6 @@ impl World {
         // Scenario::validate, with the network lowered once: the lowering is its last check.
         sc.check_fields()?;
         let net = lower(sc)?;
-        if let Some(i) = sc
-            .flows
-            .iter()
-            .position(|f| f.transport == Transport::Mptcp)
-        {
-            // Until the connection model lands (issue 16 part 2), say so rather than run one path.
-            return Err(crate::config::ConfigError {
-                field: format!("flows[{i}].transport"),
-                message:
-                    "\"mptcp\" is not simulated yet: its scenario form and routes are checked, \
-                          its connections are not built"
-                        .into(),
-            }
-            .into());
-        }
         let mut links: Vec<LinkSlot> = Vec::with_capacity(net.links.len() + net.media.len());
         let mut lane_names = Vec::new();
         for l in &net.links {
@@ -275,28 +267,32 @@ impl World {
             .iter()
             .filter(|f| f.transport == Transport::Udp)
             .count();
-        let mut q = EventQueue::with_sources(
-            links.len(),
-            sc.flows.len() - n_udp,
-            agent_hosts.len(),
-            n_udp,
-        );
+        // One TCP flow slot per TCP flow and per Multipath TCP subflow.
+        let n_tcp_slots: usize = net
+            .flows
+            .iter()
+            .zip(&sc.flows)
+            .map(|(r, f)| match f.transport {
+                Transport::Udp => 0,
+                Transport::Tcp => 1,
+                Transport::Mptcp => r.subflows.len(),
+            })
+            .sum();
+        let mut q = EventQueue::with_sources(links.len(), n_tcp_slots, agent_hosts.len(), n_udp);
+        let mut conns: Vec<Connection> = Vec::new();
         // Per scenario flow, its TCP slot (None: a UDP flow).
         let mut tcp_slot: Vec<Option<u32>> = Vec::with_capacity(sc.flows.len());
-        for (i, ((f, r), (fwd, rev))) in sc
+        for (i, ((f, r0), (fwd0, rev0))) in sc
             .flows
             .iter()
             .zip(&net.flows)
             .zip(&full_routes)
             .enumerate()
         {
-            // The handshake's RTT on the idle path: propagation both ways plus the serialisation
-            // of a 60-byte SYN and SYN-ACK (20 B IP + 40 B TCP with options) on every hop.
-            let syn_rtt_ns: u64 = fwd.iter().chain(rev).map(syn_ns).sum();
-            let fwd_route = routes.len() as u32;
-            routes.push(fwd.clone());
-            routes.push(rev.clone());
             if f.transport == Transport::Udp {
+                let fwd_route = routes.len() as u32;
+                routes.push(fwd0.clone());
+                routes.push(rev0.clone());
                 let start_ns = s_to_ns(f.start_s);
                 q.push(start_ns, Event::UdpSend(udp.len() as u32));
                 udp.push(UdpSlot {
@@ -312,101 +308,161 @@ impl World {
                 continue;
             }
             tcp_slot.push(Some(flows.len() as u32));
-            let stack = net.stacks.get(&f.sender).copied().unwrap_or_default();
+            // A TCP flow is one leg on its route; a Multipath TCP connection one per subflow.
+            let mptcp = f.transport == Transport::Mptcp;
+            let legs: Vec<&crate::lower::FlowRoute> = if mptcp {
+                r0.subflows.iter().collect()
+            } else {
+                vec![r0]
+            };
+            let conn_start_ns = s_to_ns(f.start_s);
+            let mut join_ns = conn_start_ns;
+            let first_slot = flows.len() as u32;
             let size_bytes = if f.size_bytes == 0 {
                 u64::MAX
             } else {
                 f.size_bytes
             };
-            let algo = cc::build(&f.cc, &f.cc_params).map_err(|e| {
-                SimError::Config(crate::config::cc_error(&format!("flows[{i}]"), &e))
-            })?;
-            // An algorithm with Linux's TCP_CONG_NEEDS_ECN (DCTCP) uses ECN whatever the setting
-            // (`tcp_ca_needs_ecn`); with ECN otherwise off, its peer is taken to run it too and
-            // echo CE precisely (`dctcp_ece_ack_update`: what `ecn = "low"` does).
-            let ecn = if algo.needs_ecn() && f.ecn == EcnMode::Off {
-                EcnMode::Low
-            } else {
-                f.ecn
-            };
-            let sender = Sender::new(
-                SenderConfig {
-                    mss_bytes: f.mss_bytes,
-                    initial_cwnd_pkts: f.initial_cwnd_pkts,
-                    max_cwnd_pkts: if f.max_cwnd_pkts == 0 {
-                        u32::MAX
-                    } else {
-                        f.max_cwnd_pkts
+            for (k, r) in legs.iter().enumerate() {
+                let (fwd, rev): (Vec<SimHop>, Vec<SimHop>) = if mptcp {
+                    (
+                        device_hop(r.sender_device)
+                            .into_iter()
+                            .chain(r.fwd.iter().copied())
+                            .collect(),
+                        device_hop(r.ack_device)
+                            .into_iter()
+                            .chain(r.rev.iter().copied())
+                            .collect(),
+                    )
+                } else {
+                    (fwd0.clone(), rev0.clone())
+                };
+                let (fwd, rev): (&Vec<SimHop>, &Vec<SimHop>) = (&fwd, &rev);
+                // The handshake's RTT on the idle path: propagation both ways plus the serialisation
+                // of a 60-byte SYN and SYN-ACK (20 B IP + 40 B TCP with options) on every hop.
+                let syn_rtt_ns: u64 = fwd.iter().chain(rev).map(syn_ns).sum();
+                let fwd_route = routes.len() as u32;
+                routes.push(fwd.clone());
+                routes.push(rev.clone());
+                let stack = net.stacks.get(&f.sender).copied().unwrap_or_default();
+                let algo = cc::build(&f.cc, &f.cc_params).map_err(|e| {
+                    SimError::Config(crate::config::cc_error(&format!("flows[{i}]"), &e))
+                })?;
+                // An algorithm with Linux's TCP_CONG_NEEDS_ECN (DCTCP) uses ECN whatever the setting
+                // (`tcp_ca_needs_ecn`); with ECN otherwise off, its peer is taken to run it too and
+                // echo CE precisely (`dctcp_ece_ack_update`: what `ecn = "low"` does).
+                let ecn = if algo.needs_ecn() && f.ecn == EcnMode::Off {
+                    EcnMode::Low
+                } else {
+                    f.ecn
+                };
+                let sender = Sender::new(
+                    SenderConfig {
+                        mss_bytes: f.mss_bytes,
+                        initial_cwnd_pkts: f.initial_cwnd_pkts,
+                        max_cwnd_pkts: if f.max_cwnd_pkts == 0 {
+                            u32::MAX
+                        } else {
+                            f.max_cwnd_pkts
+                        },
+                        sack: f.sack,
+                        timestamps: f.timestamps,
+                        frto: f.frto,
+                        tlp: f.tlp,
+                        rto_min_us: (f.rto_min_ms * 1000.0).round() as u64,
+                        rto_initial_us: (f.rto_initial_ms * 1000.0).round() as u64,
+                        rto_max_us: (f.rto_max_ms * 1000.0).round() as u64,
+                        // A subflow sends only what its connection maps to it (crate::mptcp).
+                        size_bytes: if mptcp { 0 } else { size_bytes },
+                        hz,
+                        ecn,
+                        stack,
+                        ack_counting: f.ack_counting,
                     },
+                    algo,
+                );
+                let mut sender = sender;
+                // Without a device, the port queue on a medium it sends onto is its interface queue.
+                let device = match r.sender_device {
+                    Some(d) => Some(InterfaceQueue {
+                        elem: first_device + d,
+                        lane: 0,
+                        limit_pkts: net.devices[d as usize].spec.queue_pkts.unwrap_or(u32::MAX),
+                    }),
+                    None => fwd
+                        .first()
+                        .filter(|h| (n_links..n_links + n_media).contains(&(h.element as usize)))
+                        .map(|h| {
+                            sender.below.set_medium_port_queue();
+                            InterfaceQueue {
+                                elem: h.element,
+                                lane: h.from,
+                                limit_pkts: net.media[h.element as usize - n_links]
+                                    .model
+                                    .port_queue_pkts(h.from as usize)
+                                    .unwrap_or(u32::MAX),
+                            }
+                        }),
+                };
+                sender.tp.prandom_state = if k == 0 {
+                    cclab_net::rng::stream_seed(sc.seed, &format!("{}.cc", f.name))
+                } else {
+                    cclab_net::rng::stream_seed(sc.seed, &format!("{}.{k}.cc", f.name))
+                };
+                let receiver = Receiver::new(ReceiverConfig {
+                    mss_bytes: f.mss_bytes,
                     sack: f.sack,
                     timestamps: f.timestamps,
-                    frto: f.frto,
-                    tlp: f.tlp,
-                    rto_min_us: (f.rto_min_ms * 1000.0).round() as u64,
-                    rto_initial_us: (f.rto_initial_ms * 1000.0).round() as u64,
-                    rto_max_us: (f.rto_max_ms * 1000.0).round() as u64,
-                    size_bytes,
+                    delayed_ack: f.delayed_ack,
+                    // A subflow's window is the connection's, applied at the data level.
+                    rwnd_bytes: if f.rwnd_bytes == 0 || mptcp {
+                        UNLIMITED_RWND_BYTES
+                    } else {
+                        f.rwnd_bytes
+                    },
+                    size_bytes: if mptcp { u64::MAX } else { size_bytes },
                     hz,
                     ecn,
-                    stack,
-                    ack_counting: f.ack_counting,
-                },
-                algo,
-            );
-            let mut sender = sender;
-            // Without a device, the port queue on a medium it sends onto is its interface queue.
-            let device = match r.sender_device {
-                Some(d) => Some(InterfaceQueue {
-                    elem: first_device + d,
-                    lane: 0,
-                    limit_pkts: net.devices[d as usize].spec.queue_pkts.unwrap_or(u32::MAX),
-                }),
-                None => fwd
-                    .first()
-                    .filter(|h| (n_links..n_links + n_media).contains(&(h.element as usize)))
-                    .map(|h| {
-                        sender.below.set_medium_port_queue();
-                        InterfaceQueue {
-                            elem: h.element,
-                            lane: h.from,
-                            limit_pkts: net.media[h.element as usize - n_links]
-                                .model
-                                .port_queue_pkts(h.from as usize)
-                                .unwrap_or(u32::MAX),
-                        }
-                    }),
-            };
-            sender.tp.prandom_state =
-                cclab_net::rng::stream_seed(sc.seed, &format!("{}.cc", f.name));
-            let receiver = Receiver::new(ReceiverConfig {
-                mss_bytes: f.mss_bytes,
-                sack: f.sack,
-                timestamps: f.timestamps,
-                delayed_ack: f.delayed_ack,
-                rwnd_bytes: if f.rwnd_bytes == 0 {
-                    UNLIMITED_RWND_BYTES
-                } else {
-                    f.rwnd_bytes
-                },
-                size_bytes,
-                hz,
-                ecn,
-            });
-            let start_ns = s_to_ns(f.start_s);
-            q.push(start_ns, Event::AppStart(flows.len() as u32));
-            flows.push(FlowSlot {
-                id: i as u32,
-                name: f.name.clone(),
-                sender,
-                receiver,
-                fwd_route,
-                start_ns,
-                syn_rtt_ns,
-                timestamps: f.timestamps,
-                last_traced: None,
-                local_drops_seen: 0,
-                device,
-            });
+                });
+                // Subflow 0 starts with the flow; subflow k >= 1 joins one handshake RTT of
+                // subflow 0 later (its MP_JOIN follows the first subflow's establishment).
+                let start_ns = if k == 0 { conn_start_ns } else { join_ns };
+                if k == 0 {
+                    join_ns = conn_start_ns + syn_rtt_ns;
+                }
+                q.push(start_ns, Event::AppStart(flows.len() as u32));
+                flows.push(FlowSlot {
+                    id: i as u32,
+                    name: f.name.clone(),
+                    sender,
+                    receiver,
+                    fwd_route,
+                    start_ns,
+                    syn_rtt_ns,
+                    timestamps: f.timestamps,
+                    last_traced: None,
+                    local_drops_seen: 0,
+                    device,
+                    conn: mptcp.then_some((conns.len() as u32, k as u8)),
+                });
+            }
+            if mptcp {
+                let slots: Vec<u32> = (first_slot..flows.len() as u32).collect();
+                conns.push(Connection::new(
+                    i as u32,
+                    f.name.clone(),
+                    conn_start_ns,
+                    size_bytes,
+                    if f.rwnd_bytes == 0 {
+                        UNLIMITED_RWND_BYTES
+                    } else {
+                        f.rwnd_bytes
+                    },
+                    &slots,
+                    legs.iter().map(|r| r.fwd_nodes.clone()).collect(),
+                ));
+            }
         }
         let interval_ns = ms_to_ns(sc.sim.trace_interval_ms).max(1);
         q.push(0, Event::Sample);
@@ -472,6 +528,7 @@ impl World {
             routes,
             paths,
             flows,
+            conns,
             udp,
             q,
             flow_trace: FlowTrace::default(),
@@ -498,6 +555,9 @@ impl World {
                 Event::LinkArrival(l) => self.on_link_arrival(t, l),
                 Event::SenderTimer(f) => self.on_sender_timer(t, f),
                 Event::ReceiverTimer(f) => self.on_receiver_timer(t, f),
+                Event::AppStart(f) if self.flows[f as usize].conn.is_some() => {
+                    self.mptcp_start(t, f)
+                }
                 Event::AppStart(f) => {
                     let mut buf = std::mem::take(&mut self.data_buf);
                     self.set_device_room(t, f);
@@ -620,10 +680,14 @@ impl World {
             Segment::Data(d) => {
                 let mut buf = std::mem::take(&mut self.ack_buf);
                 self.flows[fi].receiver.on_data(t, &d, &mut buf);
+                if self.flows[fi].conn.is_some() {
+                    self.mptcp_delivered(t, p.flow, &mut buf);
+                }
                 self.send_acks(t, p.flow, &mut buf);
                 self.ack_buf = buf;
                 self.after_receiver(p.flow);
             }
+            Segment::Ack(a) if self.flows[fi].conn.is_some() => self.mptcp_on_ack(t, p.flow, &a),
             Segment::Ack(a) => {
                 let mut buf = std::mem::take(&mut self.data_buf);
                 self.set_device_room(t, p.flow);
@@ -673,12 +737,17 @@ impl World {
                 ("drop", u.seq, slot.id)
             }
         };
-        let detail = format!(
+        let mut detail = format!(
             "link={} reason={} seq={}",
             self.links[l as usize].name,
             d.reason.name(),
             seq
         );
+        if let Segment::Data(_) | Segment::Ack(_) = d.pkt.seg {
+            if let Some((_, k)) = self.flows[d.pkt.flow as usize].conn {
+                detail.push_str(&format!(" subflow={k}"));
+            }
+        }
         self.events.push(t, id as i32, kind, detail);
     }
 
@@ -717,6 +786,10 @@ impl World {
         } else {
             0
         };
+        let ts = ts
+            + self.flows[f as usize]
+                .conn
+                .map_or(0, |_| crate::mptcp::DSS_DATA_BYTES);
         let route = self.flows[f as usize].fwd_route;
         let first = self.routes[route as usize][0];
         for d in buf.drain(..) {
@@ -741,6 +814,10 @@ impl World {
         } else {
             0
         };
+        let ts = ts
+            + self.flows[f as usize]
+                .conn
+                .map_or(0, |_| crate::mptcp::DSS_ACK_BYTES);
         let route = self.flows[f as usize].fwd_route + 1;
         let first = self.routes[route as usize][0];
         for a in buf.drain(..) {
@@ -765,6 +842,9 @@ impl World {
     }
 
     fn on_sender_timer(&mut self, t: u64, f: u32) {
+        if self.flows[f as usize].conn.is_some() {
+            return self.mptcp_on_timer(t, f);
+        }
         let mut buf = std::mem::take(&mut self.data_buf);
         self.set_device_room(t, f);
         self.flows[f as usize].sender.on_timer(t, &mut buf);
@@ -776,6 +856,9 @@ impl World {
     /// The NIC sent a data segment of flow `f` that held `len` bytes below TCP; TSQ may let
     /// it write.
     fn on_tx_complete(&mut self, t: u64, f: u32, len: u32) {
+        if self.flows[f as usize].conn.is_some() {
+            return self.mptcp_on_tx_complete(t, f, len);
+        }
         let mut buf = std::mem::take(&mut self.data_buf);
         self.set_device_room(t, f);
         self.flows[f as usize]
@@ -917,6 +1000,9 @@ impl World {
     fn on_receiver_timer(&mut self, t: u64, f: u32) {
         let mut buf = std::mem::take(&mut self.ack_buf);
         self.flows[f as usize].receiver.on_timer(t, &mut buf);
+        if self.flows[f as usize].conn.is_some() {
+            self.mptcp_delivered(t, f, &mut buf);
+        }
         self.send_acks(t, f, &mut buf);
         self.ack_buf = buf;
         self.after_receiver(f);
@@ -939,6 +1025,11 @@ impl World {
         self.q
             .set(Event::SenderTimer(f), fl.sender.timer_deadline_ns());
         for (et, kind, detail) in fl.sender.events.drain(..) {
+            let detail = match fl.conn {
+                // A subflow's events name it (docs/design.md, "Trace schema").
+                Some((_, k)) => format!("{detail} subflow={k}"),
+                None => detail,
+            };
             self.events.push(et, fl.id as i32, kind.name(), detail);
         }
         match self.mode {
@@ -968,6 +1059,7 @@ impl World {
         let nan_if_none = |has: bool, v: f64| if has { v } else { f64::NAN };
         let has_rtt = tp.srtt_us != 0;
         tr.flow.push(fl.id as i32);
+        tr.subflow.push(fl.conn.map_or(0, |(_, k)| k));
         tr.t_s.push(t as f64 * 1e-9);
         tr.cwnd_pkts.push(tp.snd_cwnd);
         tr.ssthresh_pkts.push(tp.snd_ssthresh);
@@ -998,6 +1090,7 @@ impl World {
         let mut flow_stats: Vec<(u32, crate::FlowStats)> = self
             .flows
             .iter()
+            .filter(|fl| fl.conn.is_none())
             .map(|fl| {
                 let end = fl.receiver.completion_ns.unwrap_or(end_ns);
                 let secs = end.saturating_sub(fl.start_ns) as f64 * 1e-9;
@@ -1023,10 +1116,16 @@ impl World {
                     start_s: fl.start_ns as f64 * 1e-9,
                     completion_s: fl.receiver.completion_ns.map(|c| c as f64 * 1e-9),
                     udp: None,
+                    subflows: None,
                 };
                 (fl.id, stats)
             })
             .collect();
+        flow_stats.extend(
+            self.conns
+                .iter()
+                .map(|c| (c.id, self.mptcp_stats(c, end_ns))),
+        );
         flow_stats.extend(self.udp.iter().map(|u| (u.id, udp_flow_stats(u))));
         flow_stats.sort_by_key(|(id, _)| *id);
         let flow_names = flow_stats.iter().map(|(_, s)| s.flow.clone()).collect();
@@ -1084,6 +1183,7 @@ fn udp_flow_stats(u: &UdpSlot) -> crate::FlowStats {
             .filter(|_| done)
             .map(|t| t as f64 * 1e-9),
         udp: Some(st),
+        subflows: None,
     }
 }
 

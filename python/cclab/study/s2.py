@@ -76,7 +76,31 @@ class S2Config:
 
 
 def _spec(d: dict[str, Any], rep: int, labels: dict[str, Any], keep_trace: bool = False) -> RunSpec:
-    return RunSpec(d, (), derive_seed(2, rep), tuple(labels.items()), keep_trace)
+    return RunSpec(d, (), derive_seed(2, rep), tuple(labels.items()), keep_trace, post="cclab.study.s2:steady_rates")
+
+
+#: Steady state starts this long after the last application started, s.
+SETTLE_S = 1.0
+
+
+def steady_rates(flows: pd.DataFrame) -> pd.DataFrame:
+    """Each application's throughput once all run: bytes its subflows delivered (acked at the
+    subflow level) from the last start (the n-th application starts at (n - 1) x 0.5 s) plus
+    ``SETTLE_S`` to the end of the trace, Mbit/s. A trace row holds from its time on."""
+    from .s2_scenarios import START_GAP_S
+
+    apps = list(dict.fromkeys(flows["flow"].astype(str)))
+    t0 = (len(apps) - 1) * START_GAP_S + SETTLE_S
+    t1 = float(flows["t_s"].max())
+    rows = []
+    for app, g in flows.groupby(flows["flow"].astype(str), sort=False):
+        got = 0
+        for _, h in g.groupby("subflow"):
+            h = h.sort_values("t_s")
+            before = h[h["t_s"] <= t0]["delivered_bytes"]
+            got += int(h["delivered_bytes"].iloc[-1]) - (int(before.iloc[-1]) if len(before) else 0)
+        rows.append({"flow": app, "steady_mbps": got * 8 / max(t1 - t0, 1e-9) / 1e6})
+    return pd.DataFrame(rows)
 
 
 def plan(cfg: S2Config) -> list[RunSpec]:
@@ -105,21 +129,28 @@ def plan(cfg: S2Config) -> list[RunSpec]:
     return specs
 
 
-def per_run(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per run: each application's throughput (Mbit/s, ``app1_mbps``...), the total, Jain's
-    index over the applications and APP1's share of the total."""
+def per_run(runs: pd.DataFrame, sweep: SweepResult | None = None) -> pd.DataFrame:
+    """Per run: each application's throughput over the whole run (``app1_mbps``...) and once all
+    run (``app1_steady_mbps``..., from the cached :func:`steady_rates`), the totals, and over the
+    steady rates Jain's index and APP1's share."""
     ok = runs[runs["ok"].astype(bool)].copy() if "ok" in runs else runs.copy()
     n_max = int(ok["n_apps"].max()) if len(ok) else 0
     apps = np.full((len(ok), n_max), np.nan)
+    steady = np.full((len(ok), n_max), np.nan)
     for i, (_, r) in enumerate(ok.iterrows()):
         for a in range(int(r["n_apps"])):
             apps[i, a] = r.get(f"flow{a}_goodput_bps", np.nan) / 1e6
+        if sweep is not None and isinstance(r.get("key"), str):
+            st = sweep.post(r["key"])["steady_mbps"].to_numpy(float)
+            steady[i, : len(st)] = st
     for a in range(n_max):
         ok[f"app{a + 1}_mbps"] = apps[:, a]
-    total = np.nansum(apps, axis=1)
-    ok["total_mbps"] = total
-    ok["jain"] = [jain_index(row[~np.isnan(row)]) for row in apps]
-    ok["app1_share"] = apps[:, 0] / np.where(total > 0, total, np.nan) if n_max else []
+        ok[f"app{a + 1}_steady_mbps"] = steady[:, a]
+    ok["total_mbps"] = np.nansum(apps, axis=1)
+    total = np.nansum(steady, axis=1)
+    ok["steady_total_mbps"] = total
+    ok["jain"] = [jain_index(row[~np.isnan(row)]) for row in steady]
+    ok["app1_share"] = steady[:, 0] / np.where(total > 0, total, np.nan) if n_max else []
     return ok
 
 
@@ -188,9 +219,10 @@ def run_s2(out_dir: str | Path, cfg: S2Config, progress: Callable[[int, int], No
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     sweep = run_sweep(plan(cfg), out / "cache", cfg.jobs, cfg.executor, progress)
-    runs = per_run(sweep.runs)
+    runs = per_run(sweep.runs, sweep)
     n_max = int(runs["n_apps"].max()) if len(runs) else 0
-    metrics = ["total_mbps", "jain", "app1_share"] + [f"app{a + 1}_mbps" for a in range(n_max)]
+    metrics = ["total_mbps", "steady_total_mbps", "jain", "app1_share"] + \
+        [f"app{a + 1}{k}_mbps" for a in range(n_max) for k in ("", "_steady")]
 
     def agg(part: str, by: list[str]) -> pd.DataFrame:
         rows = runs[runs["part"] == part] if "part" in runs else runs.iloc[0:0]
@@ -209,7 +241,7 @@ def run_s2(out_dir: str | Path, cfg: S2Config, progress: Callable[[int, int], No
         "tsq": write_table(tsq, out / "tables" / "tsq"),
         "cc": write_table(cc, out / "tables" / "cc"),
         "setups": write_table(setups, out / "tables" / "setups"),
-        "cwnd": write_table(cwnd, out / "tables" / "cwnd_1.5-3s"),
+        "cwnd": write_table(cwnd, out / "tables" / "cwnd_first_3s"),
         "compare": write_table(compare, out / "tables" / "compare_with_paper"),
         "runs": write_table(runs.drop(columns=["key"], errors="ignore"), out / "tables" / "runs"),
     }

@@ -19,19 +19,21 @@ __all__ = ["draw_all"]
 
 
 def _apps(df: pd.DataFrame) -> list[str]:
-    return sorted((c[:-10] for c in df.columns if c.startswith("app") and c.endswith("_mbps_mean")),
+    """The applications with a steady rate column (``app<k>_steady_mbps_mean``), in order."""
+    suffix = "_steady_mbps_mean"
+    return sorted((c[: -len(suffix)] for c in df.columns if c.startswith("app") and c.endswith(suffix)),
                   key=lambda a: int(a[3:]))
 
 
 def _bars(ax: plt.Axes, g: pd.DataFrame, label_col: str) -> None:
     """Grouped bars: one group per row of ``g`` (labelled by ``label_col``), one bar per app."""
-    apps = [a for a in _apps(g) if g[f"{a}_mbps_mean"].notna().any()]
+    apps = [a for a in _apps(g) if g[f"{a}_steady_mbps_mean"].notna().any()]
     width = 0.8 / max(len(apps), 1)
     x = np.arange(len(g))
     for k, a in enumerate(apps):
-        m = g[f"{a}_mbps_mean"].to_numpy(float)
-        lo = (m - g[f"{a}_mbps_ci95_low"].to_numpy(float))
-        hi = (g[f"{a}_mbps_ci95_high"].to_numpy(float) - m)
+        m = g[f"{a}_steady_mbps_mean"].to_numpy(float)
+        lo = (m - g[f"{a}_steady_mbps_ci95_low"].to_numpy(float))
+        hi = (g[f"{a}_steady_mbps_ci95_high"].to_numpy(float) - m)
         err = np.nan_to_num(np.vstack([lo, hi]).clip(min=0))
         ax.bar(x + (k - (len(apps) - 1) / 2) * width, m, width, yerr=err, capsize=2, label=a.upper())
     ax.set_xticks(x, [str(v) for v in g[label_col]], fontsize=8)
@@ -48,7 +50,8 @@ def per_app(tsq: pd.DataFrame, stem: Path) -> Path:
         ax.set_xlabel("TSQ rule")
     axes[0, 0].set_ylabel("throughput (Mbit/s)")
     axes[0, 0].legend(fontsize=7)
-    fig.suptitle("S2: each application's throughput (LIA, 3 paths, RTT 50 ms; mean, 95 % CI)", fontsize=10)
+    fig.suptitle("S2: each application's throughput once all three run (LIA, 3 paths, RTT 50 ms; mean, 95 % CI)",
+                 fontsize=10)
     return _save(fig, stem)
 
 
@@ -82,9 +85,9 @@ def by_group(df: pd.DataFrame, group: str, title: str, stem: Path) -> Path:
     x = np.arange(len(groups))
     for k, rule in enumerate(rules):
         sub = df[df["tsq"] == rule].set_index(group).reindex(groups)
-        for ax, m in zip(axes[0], ("jain", "total_mbps")):
+        for ax, m in zip(axes[0], ("jain", "steady_total_mbps")):
             ax.bar(x + (k - (len(rules) - 1) / 2) * width, sub[f"{m}_mean"], width, label=rule)
-    for ax, ylabel in zip(axes[0], ("Jain's index", "total (Mbit/s)")):
+    for ax, ylabel in zip(axes[0], ("Jain's index", "total once all run (Mbit/s)")):
         ax.set_xticks(x, groups, fontsize=8)
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3, axis="y")

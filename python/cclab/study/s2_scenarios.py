@@ -65,6 +65,9 @@ def s2_scenario(n_apps: int = 3, *, cc: str = "lia", tsq: str = "paper", loss: f
                        f"interfaces (NIC {nic_rate_bps / 1e6:g} Mbit/s, IFQ {IFQ_PKTS} packets, TSQ {tsq}), "
                        f"loss {loss:g}",
         "duration_s": duration_s,
+        # Sampled every 10 ms: a flow held by TSQ keeps its cwnd, so a trace of changes would
+        # stop when its window does, and each application's rate once all run is read from it.
+        "sim": {"trace": "interval", "trace_interval_ms": 10.0},
         "nodes": nodes,
         "links": links,
         "flows": flows,
@@ -86,6 +89,7 @@ def _value(v: Any) -> str:
 def to_toml(d: dict[str, Any]) -> str:
     """A scenario dict from :func:`s2_scenario` as a scenario file."""
     out = [f"{k} = {_value(d[k])}" for k in ("name", "description", "duration_s")]
+    out += ["", "[sim]"] + [f"{k} = {_value(v)}" for k, v in d["sim"].items()]
     for table in ("nodes", "links", "flows"):
         for item in d[table]:
             out += ["", f"[[{table}]]"] + [f"{k} = {_value(v)}" for k, v in item.items()]

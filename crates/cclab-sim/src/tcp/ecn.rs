@@ -394,6 +394,7 @@ mod tests {
             tsval: 1,
             tsecr: 1,
             ece,
+            data_ack: 0,
         }
     }
 

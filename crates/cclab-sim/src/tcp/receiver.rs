@@ -493,6 +493,7 @@ impl Receiver {
                 0
             },
             ece: self.ecn.ece(),
+            data_ack: 0,
         };
         if self.cfg.sack {
             let max_blocks = if self.cfg.timestamps { 3 } else { 4 };

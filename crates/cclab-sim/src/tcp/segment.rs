@@ -59,6 +59,9 @@ pub struct AckSeg {
     pub tsecr: u32,
     /// TCP ECE flag: the receiver echoes congestion experienced.
     pub ece: bool,
+    /// Multipath TCP: the connection's DATA_ACK (next data byte expected), stamped by the
+    /// world from the data-level receive side; 0 on a TCP flow.
+    pub data_ack: u64,
 }
 
 impl AckSeg {

@@ -739,6 +739,14 @@ impl Sender {
         }
     }
 
+    /// Send what cwnd, the windows and `cfg.size_bytes` allow now (`tcp_push_pending_frames`):
+    /// a Multipath TCP connection calls it after raising the subflow's `size_bytes`. Returns
+    /// the segments sent.
+    pub fn push_pending(&mut self, now_ns: u64, out: &mut Vec<DataSeg>) -> u32 {
+        self.set_now(now_ns);
+        self.write_xmit(out)
+    }
+
     /// Process an ACK (`tcp_ack`), then send what the window allows (`tcp_data_snd_check`).
     pub fn on_ack(&mut self, now_ns: u64, ack: &AckSeg, out: &mut Vec<DataSeg>) {
         self.set_now(now_ns);

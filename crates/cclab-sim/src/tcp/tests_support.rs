@@ -87,6 +87,7 @@ pub(super) fn ack(ack: u64, sacks: &[(u64, u64)], tsecr: u32) -> AckSeg {
         tsval: 1,
         tsecr,
         ece: false,
+        data_ack: 0,
     };
     for (i, &(s, e)) in sacks.iter().enumerate() {
         a.sack[i] = SeqRange {

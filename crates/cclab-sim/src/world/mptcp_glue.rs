@@ -1,0 +1,281 @@
+//! The world's side of Multipath TCP (`crate::mptcp`): the events of a connection's subflows
+//! (start or join, ACK, timer, TSQ completion) and, after each, the connection's write path.
+//! A subflow is a flow slot like a TCP flow's; only these functions know it has a connection.
+
+use super::World;
+use crate::cc::{CaState, SubflowView};
+use crate::config::MAX_SUBFLOWS;
+use crate::mptcp::sched::{get_available_subflow, temp_unavailable, Candidate};
+use crate::mptcp::{Connection, MAX_CHUNK_BYTES};
+use crate::tcp::segment::AckSeg;
+use crate::{FlowStats, SubflowStats};
+
+/// A placeholder view (overwritten before use).
+const NO_VIEW: SubflowView = SubflowView {
+    cwnd_pkts: 0,
+    ssthresh_pkts: 0,
+    srtt_us: 0,
+    mss_bytes: 0,
+    ca_state: CaState::Open,
+    can_send: false,
+    cc_state: [0; 4],
+};
+
+impl World {
+    /// Slot `f`'s connection and subflow index.
+    fn conn_of(&self, f: u32) -> (usize, usize) {
+        let (c, k) = self.flows[f as usize]
+            .conn
+            .expect("a Multipath TCP subflow");
+        (c as usize, k as usize)
+    }
+
+    /// Give subflow `k` of connection `c` its view of every subflow (`set_subflows`), before
+    /// an event it handles. No allocation: at most `MAX_SUBFLOWS` views on the stack.
+    fn mptcp_views(&mut self, c: usize, k: usize) {
+        let conn = &self.conns[c];
+        let n = conn.subflows.len();
+        let mut views = [NO_VIEW; MAX_SUBFLOWS];
+        for (v, sub) in views.iter_mut().zip(&conn.subflows) {
+            let s = &self.flows[sub.slot as usize].sender;
+            *v = SubflowView {
+                cwnd_pkts: s.tp.snd_cwnd,
+                ssthresh_pkts: s.tp.snd_ssthresh,
+                srtt_us: s.tp.srtt_us,
+                mss_bytes: s.tp.mss_cache,
+                ca_state: s.tp.ca_state,
+                can_send: sub.joined && !sub.pf,
+                cc_state: s.cc.coupled_state(),
+            };
+        }
+        let slot = conn.subflows[k].slot as usize;
+        self.flows[slot].sender.cc.set_subflows(&views[..n], k);
+    }
+
+    /// Subflow slot `f` starts (subflow 0, with the flow) or joins (k >= 1).
+    pub(super) fn mptcp_start(&mut self, t: u64, f: u32) {
+        let (c, k) = self.conn_of(f);
+        self.conns[c].subflows[k].joined = true;
+        self.mptcp_views(c, k);
+        let mut buf = std::mem::take(&mut self.data_buf);
+        self.set_device_room(t, f);
+        let fl = &mut self.flows[f as usize];
+        fl.sender.syn_rtt_sample(t, fl.syn_rtt_ns / 1000);
+        fl.sender.on_start(t, &mut buf);
+        self.send_data(t, f, &mut buf);
+        self.data_buf = buf;
+        self.mptcp_push(t, c);
+        self.mptcp_after(t, c, None);
+    }
+
+    /// An ACK reaches subflow slot `f`'s sender: its DATA_ACK first (`mptcp_data_ack`), then
+    /// the subflow's `tcp_ack`, then the connection's write path.
+    pub(super) fn mptcp_on_ack(&mut self, t: u64, f: u32, a: &AckSeg) {
+        let (c, k) = self.conn_of(f);
+        self.conns[c].on_data_ack(a.data_ack);
+        self.mptcp_views(c, k);
+        let mut buf = std::mem::take(&mut self.data_buf);
+        self.set_device_room(t, f);
+        self.flows[f as usize].sender.on_ack(t, a, &mut buf);
+        self.send_data(t, f, &mut buf);
+        self.data_buf = buf;
+        let una = self.flows[f as usize].sender.tp.snd_una;
+        let conn = &mut self.conns[c];
+        conn.maps[k].prune(una);
+        let sub = &mut conn.subflows[k];
+        if una > sub.last_una {
+            // Its ACKs move again: no longer potentially failed (we clear `tp->pf` when the
+            // subflow's snd_una advances after the RTO that set it).
+            sub.pf = false;
+            sub.last_una = una;
+        }
+        self.mptcp_push(t, c);
+        self.mptcp_after(t, c, Some(f));
+    }
+
+    /// Subflow slot `f`'s timer fires; after an RTO its data is queued for reinjection.
+    pub(super) fn mptcp_on_timer(&mut self, t: u64, f: u32) {
+        let (c, k) = self.conn_of(f);
+        self.mptcp_views(c, k);
+        let mut buf = std::mem::take(&mut self.data_buf);
+        self.set_device_room(t, f);
+        self.flows[f as usize].sender.on_timer(t, &mut buf);
+        self.send_data(t, f, &mut buf);
+        self.data_buf = buf;
+        let s = &self.flows[f as usize].sender;
+        let (rtos, una, nxt) = (s.stats.rto_count, s.tp.snd_una, s.tp.snd_nxt);
+        let mut queued = 0;
+        if rtos > self.conns[c].subflows[k].rtos_seen {
+            // mptcp_sub_retransmit_timer: tcp_retransmit_timer, then mptcp_reinject_data.
+            self.conns[c].subflows[k].rtos_seen = rtos;
+            queued = self.conns[c].reinject_from(k, una, nxt);
+        }
+        self.mptcp_push(t, c);
+        self.mptcp_after(t, c, None);
+        if queued > 0 {
+            // After the subflow's own `rto` event (drained above).
+            let id = self.conns[c].id as i32;
+            let detail = format!("subflow={k} bytes={queued}");
+            self.events.push(t, id, "reinject", detail);
+        }
+    }
+
+    /// Subflow slot `f`'s NIC sent a segment (TSQ may let it, and so the connection, write).
+    pub(super) fn mptcp_on_tx_complete(&mut self, t: u64, f: u32, len: u32) {
+        let (c, k) = self.conn_of(f);
+        self.mptcp_views(c, k);
+        let mut buf = std::mem::take(&mut self.data_buf);
+        self.set_device_room(t, f);
+        self.flows[f as usize]
+            .sender
+            .on_tx_complete(t, len, &mut buf);
+        self.send_data(t, f, &mut buf);
+        self.data_buf = buf;
+        self.mptcp_push(t, c);
+        self.mptcp_after(t, c, None);
+    }
+
+    /// Subflow slot `f`'s receiver took data or its timer fired, and `acks` are the ACKs it
+    /// sends: read its newly in-order bytes into the data level, stamp the DATA_ACK on them.
+    pub(super) fn mptcp_delivered(&mut self, t: u64, f: u32, acks: &mut [AckSeg]) {
+        let (c, k) = self.conn_of(f);
+        let rcv_nxt = self.flows[f as usize].receiver.rcv_nxt;
+        let conn = &mut self.conns[c];
+        conn.on_subflow_delivered(k, rcv_nxt, t);
+        for a in acks.iter_mut() {
+            a.data_ack = conn.rcv.rcv_nxt;
+        }
+    }
+
+    /// The connection's write path (v0.9x `mptcp_write_xmit`): while there is data (the
+    /// reinject queue first) and the scheduler finds a subflow, give that subflow up to its
+    /// cwnd quota (at most 64 KB), let it write, and map what it sent. A subflow that sends
+    /// nothing (pacing, its interface queue, TSQ on its first skb) is passed over until the
+    /// next event. O(subflows) per decision.
+    pub(super) fn mptcp_push(&mut self, t: u64, c: usize) {
+        let n = self.conns[c].subflows.len();
+        let mut skip = 0u32;
+        let mut buf = std::mem::take(&mut self.data_buf);
+        while let Some((data_seq, avail, path_mask, reinject)) = self.conns[c].next_segment() {
+            let mss = self.flows[self.conns[c].subflows[0].slot as usize]
+                .sender
+                .cfg
+                .mss_bytes as u64;
+            let window_limited = !reinject
+                && avail < mss
+                && self.conns[c].size_bytes - self.conns[c].data_nxt > avail;
+            if window_limited {
+                // tcp_snd_wnd_test on the meta socket: a segment must fit the window whole.
+                break;
+            }
+            let (conn, flows) = (&self.conns[c], &self.flows);
+            let cand = |j: usize| {
+                let sub = &conn.subflows[j];
+                let s = &flows[sub.slot as usize].sender;
+                Candidate {
+                    usable: sub.joined && !sub.pf,
+                    temp_unavailable: temp_unavailable(s),
+                    srtt_us: s.tp.srtt_us,
+                }
+            };
+            let Some(k) = get_available_subflow(n, cand, skip, path_mask) else {
+                break;
+            };
+            let slot = self.conns[c].subflows[k].slot;
+            let s = &self.flows[slot as usize].sender;
+            let quota_pkts = u64::from(s.tp.snd_cwnd.saturating_sub(s.tp.packets_in_flight()));
+            let chunk = avail
+                .min(quota_pkts * u64::from(s.tp.mss_cache))
+                .min(MAX_CHUNK_BYTES);
+            let sub_seq = s.tp.snd_nxt;
+            self.set_device_room(t, slot);
+            let s = &mut self.flows[slot as usize].sender;
+            s.cfg.size_bytes = sub_seq + chunk;
+            let segs = s.push_pending(t, &mut buf);
+            let sent = s.tp.snd_nxt - sub_seq;
+            s.cfg.size_bytes = s.tp.snd_nxt;
+            self.send_data(t, slot, &mut buf);
+            if sent == 0 {
+                skip |= 1 << k;
+                continue;
+            }
+            let conn = &mut self.conns[c];
+            conn.sent(k, sub_seq, data_seq, sent, reinject);
+            if reinject {
+                conn.subflows[k].reinjected_pkts += u64::from(segs);
+            }
+        }
+        self.data_buf = buf;
+    }
+
+    /// After an event of connection `c`: reschedule every joined subflow's timer, drain its
+    /// events, trace it (`acked`: the slot whose ACK this was).
+    fn mptcp_after(&mut self, t: u64, c: usize, acked: Option<u32>) {
+        for k in 0..self.conns[c].subflows.len() {
+            let sub = &self.conns[c].subflows[k];
+            if sub.joined {
+                let slot = sub.slot;
+                self.after_sender(t, slot, acked == Some(slot));
+            }
+        }
+    }
+
+    /// Connection `c`'s summary row: data-level goodput and delivered bytes, counters summed
+    /// over its subflows, and a row per subflow.
+    pub(super) fn mptcp_stats(&self, c: &Connection, end_ns: u64) -> FlowStats {
+        let end = c.completion_ns.unwrap_or(end_ns);
+        let secs = end.saturating_sub(c.start_ns) as f64 * 1e-9;
+        let rate = |bytes: u64| {
+            if secs > 0.0 {
+                bytes as f64 * 8.0 / secs
+            } else {
+                0.0
+            }
+        };
+        let slots = || c.subflows.iter().map(|s| &self.flows[s.slot as usize]);
+        let sum = |get: &dyn Fn(&super::FlowSlot) -> u64| slots().map(get).sum::<u64>();
+        let subflows = c
+            .subflows
+            .iter()
+            .enumerate()
+            .map(|(k, sub)| {
+                let fl = &self.flows[sub.slot as usize];
+                let st = &fl.sender.stats;
+                let delivered = fl.sender.tp.snd_una;
+                SubflowStats {
+                    subflow: k as u32,
+                    path: sub.path.clone(),
+                    delivered_bytes: delivered,
+                    goodput_bps: rate(delivered),
+                    sent_pkts: st.sent_pkts,
+                    retrans_pkts: st.retrans_pkts,
+                    rto_count: st.rto_count,
+                    fast_retransmit_count: st.fast_retransmit_count,
+                    cwr_count: st.cwr_count,
+                    local_drop_count: fl.sender.below.local_drops,
+                    reinjected_pkts: sub.reinjected_pkts,
+                }
+            })
+            .collect();
+        let delivered = c.delivered_bytes();
+        FlowStats {
+            flow: c.name.clone(),
+            goodput_bps: rate(delivered),
+            delivered_bytes: delivered,
+            retrans_pkts: sum(&|f| f.sender.stats.retrans_pkts),
+            rto_count: sum(&|f| f.sender.stats.rto_count),
+            fast_retransmit_count: sum(&|f| f.sender.stats.fast_retransmit_count),
+            spurious_rto_count: sum(&|f| f.sender.stats.spurious_rto_count),
+            undo_count: sum(&|f| f.sender.stats.undo_count),
+            tlp_count: sum(&|f| f.sender.stats.tlp_count),
+            cwr_count: sum(&|f| f.sender.stats.cwr_count),
+            local_drop_count: sum(&|f| f.sender.below.local_drops),
+            sent_pkts: sum(&|f| f.sender.stats.sent_pkts),
+            acks_sent: sum(&|f| f.receiver.acks_sent),
+            start_s: c.start_ns as f64 * 1e-9,
+            completion_s: c.completion_ns.map(|t| t as f64 * 1e-9),
+            udp: None,
+            subflows: Some(subflows),
+        }
+    }
+}

@@ -1,0 +1,108 @@
+"""RFC 6356's goals for coupled congestion control, on small networks: a Multipath TCP
+connection takes no more than one TCP flow at a shared bottleneck, at least what TCP gets on the
+best of its paths, and moves its traffic off the more congested path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import cclab
+
+from .conftest import needs_core
+
+pytestmark = needs_core
+
+_RATE, _DELAY = 20e6, 10.0  # bottleneck rate, and each link's delay (RTT 40 ms on two hops)
+
+
+def _link(a: str, b: str, rate: float | None = None, **kw: Any) -> dict[str, Any]:
+    d: dict[str, Any] = {"endpoints": [a, b], "delay_ms": _DELAY, **kw}
+    if rate:
+        d["rate_bps"] = rate
+    return d
+
+
+def _shared(cc: str) -> dict[str, Any]:
+    """Two subflows s-x1-b-r and s-x2-b-r, and a Reno flow t-b-r, through one bottleneck b-r."""
+    return {
+        "duration_s": 60,
+        "nodes": [{"name": n} for n in ("s", "t", "r")] + [{"name": n, "kind": "router"} for n in ("x1", "x2", "b")],
+        "links": [_link("s", "x1", 1e9), _link("s", "x2", 1e9), _link("x1", "b", 1e9, delay_ms=0.0),
+                  _link("x2", "b", 1e9, delay_ms=0.0), _link("t", "b", 1e9), _link("b", "r", _RATE, queue_pkts=100)],
+        "flows": [{"name": "mp", "sender": "s", "receiver": "r", "transport": "mptcp", "cc": cc,
+                   "paths": [["s", "x1", "b", "r"], ["s", "x2", "b", "r"]]},
+                  {"name": "tcp", "sender": "t", "receiver": "r", "cc": "reno"}],
+    }
+
+
+def _disjoint(cc: str) -> dict[str, Any]:
+    """Two disjoint bottlenecks (x1-r, x2-r); one Reno flow beside the connection on path 1,
+    three on path 2."""
+    flows: list[dict[str, Any]] = [{"name": "mp", "sender": "s", "receiver": "r", "transport": "mptcp", "cc": cc,
+                                    "paths": [["s", "x1", "r"], ["s", "x2", "r"]]}]
+    flows += [{"name": f"p1_{k}", "sender": "t1", "receiver": "r", "cc": "reno", "path": ["t1", "x1", "r"]}
+              for k in range(1)]
+    flows += [{"name": f"p2_{k}", "sender": "t2", "receiver": "r", "cc": "reno", "path": ["t2", "x2", "r"]}
+              for k in range(3)]
+    return {
+        "duration_s": 60,
+        "nodes": [{"name": n} for n in ("s", "t1", "t2", "r")] + [{"name": n, "kind": "router"} for n in ("x1", "x2")],
+        "links": [_link("s", "x1", 1e9), _link("s", "x2", 1e9), _link("t1", "x1", 1e9), _link("t2", "x2", 1e9),
+                  _link("x1", "r", _RATE, queue_pkts=100), _link("x2", "r", _RATE, queue_pkts=100)],
+        "flows": flows,
+    }
+
+
+def _goodputs(d: dict[str, Any]) -> dict[str, Any]:
+    return {f["flow"]: f for f in cclab.simulate(d).summary["flows"]}
+
+
+@pytest.mark.parametrize("cc", ["lia", "olia", "balia"])
+def test_at_a_shared_bottleneck_the_connection_takes_no_more_than_one_tcp_flow(cc: str) -> None:
+    g = _goodputs(_shared(cc))
+    mp, tcp = g["mp"]["goodput_bps"], g["tcp"]["goodput_bps"]
+    assert mp <= 1.10 * tcp, f"{cc}: connection {mp / 1e6:.2f} vs TCP {tcp / 1e6:.2f} Mbit/s"
+
+
+def test_uncoupled_subflows_take_more_than_their_share() -> None:
+    """The control: uncoupled subflows behave as two TCP flows (about twice the Reno flow)."""
+    g = _goodputs(_shared("reno"))
+    assert g["mp"]["goodput_bps"] > 1.5 * g["tcp"]["goodput_bps"]
+
+
+def _disjoint_run(cc: str, delayed_ack: bool = True, **cc_params: Any) -> tuple[float, float]:
+    """The connection's goodput over the Reno flow's on the less congested path, and its
+    subflows' bytes on path 1 over path 2."""
+    d = _disjoint(cc)
+    d["flows"][0]["cc_params"] = cc_params
+    for f in d["flows"]:
+        f["delayed_ack"] = delayed_ack
+    g = _goodputs(d)
+    sub = {s["subflow"]: s["delivered_bytes"] for s in g["mp"]["subflows"]}
+    return g["mp"]["goodput_bps"] / g["p1_0"]["goodput_bps"], sub[0] / sub[1]
+
+
+@pytest.mark.parametrize("cc", ["lia", "olia", "balia"])
+def test_over_disjoint_paths_at_least_tcp_on_the_best_path_and_off_the_congested_one(cc: str) -> None:
+    """RFC 6356 goals 1 and 3 for the kernel forms, every segment ACKed (see the next test)."""
+    best, split = _disjoint_run(cc, delayed_ack=False)
+    assert best >= 0.9, f"{cc}: {best:.2f} of the TCP flow on the better path"
+    assert split > 1.5, f"{cc}: path 1 / path 2 bytes {split:.2f}"
+
+
+@pytest.mark.parametrize("cc", ["lia", "olia", "balia"])
+def test_the_kernel_forms_grow_per_ack_so_delayed_acks_cost_them_against_reno(cc: str) -> None:
+    """v0.9x counts one step per ACK (snd_cwnd_cnt++), 6.18's Reno the segments an ACK covers:
+    with delayed ACKs the coupled connection grows at half the rate it is meant to."""
+    every, _ = _disjoint_run(cc, delayed_ack=False)
+    delayed, _ = _disjoint_run(cc, delayed_ack=True)
+    assert delayed < 0.7 * every, f"{cc}: {delayed:.2f} with delayed ACKs vs {every:.2f}"
+
+
+@pytest.mark.parametrize("cc", ["lia", "balia"])
+def test_the_papers_forms_meet_goal_1_with_delayed_acks(cc: str) -> None:
+    """exact = true grows per segment acked, as RFC 6356 and the BALIA paper write it."""
+    best, split = _disjoint_run(cc, exact=True)
+    assert best >= 0.9 and split > 1.5, f"{cc}: {best:.2f} of TCP on the better path, split {split:.2f}"

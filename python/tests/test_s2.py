@@ -1,0 +1,69 @@
+"""The S2 study: the paper's setup, its TSQ rules, and `cclab study s2 --quick`."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cclab
+from cclab.study.s1 import jain_index
+from cclab.study.s2 import S2Config, run_s2
+from cclab.study.s2_scenarios import SHIPPED, s2_scenario, to_toml
+
+from .conftest import needs_core
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _apps_mbps(d: dict) -> np.ndarray:
+    """Each application's throughput once all three run."""
+    from cclab.study.s2 import steady_rates
+
+    return steady_rates(cclab.simulate(d).flows)["steady_mbps"].to_numpy(float)
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_shipped_s2_scenarios_are_the_builder_s(name: str) -> None:
+    for where in (ROOT / "scenarios", ROOT / "python" / "cclab" / "scenarios"):
+        text = (where / f"{name}.toml").read_text()
+        assert tomllib.loads(text) == tomllib.loads(to_toml(s2_scenario(**SHIPPED[name]) | {"name": name})), where
+
+
+@needs_core
+def test_a_fixed_limit_makes_the_three_applications_equal() -> None:
+    cubic = _apps_mbps(s2_scenario(3, tsq="fixed", cc="cubic", duration_s=20))
+    assert cubic.max() <= 1.05 * cubic.min(), cubic
+    # With LIA 7 % remain (49.7 / 46.4 / 46.9 Mbit/s): every subflow is held by the limit, but
+    # each may go one skb over it and the first application's skbs are larger.
+    lia = _apps_mbps(s2_scenario(3, tsq="fixed", duration_s=20))
+    assert lia.max() <= 1.08 * lia.min(), lia
+
+
+@needs_core
+def test_the_paper_s_rule_leaves_the_applications_unequal_and_adaptive_evens_them() -> None:
+    paper = _apps_mbps(s2_scenario(3, tsq="paper", duration_s=20))
+    adaptive = _apps_mbps(s2_scenario(3, tsq="adaptive", duration_s=20))
+    assert jain_index(paper) < 0.97, paper
+    assert jain_index(adaptive) >= 0.99, adaptive
+    assert adaptive.sum() >= 0.99 * paper.sum(), (adaptive, paper)
+
+
+@needs_core
+def test_quick_study_writes_every_figure_and_table(tmp_path: Path) -> None:
+    cfg = S2Config.make(quick=True, duration_s=4.0, jobs=1, losses=[0.0, 1e-5], ccs=["lia", "cubic"])
+    res = run_s2(tmp_path, cfg)
+    assert res.failures.empty, res.failures
+    assert set(res.figures) == {"fig2_fig4_per_app", "fig3_cwnd", "cc", "setups"}
+    for p in res.figures.values():
+        assert Path(p).is_file() and Path(p).stat().st_size > 10_000
+    for name in ("tsq", "cc", "setups", "cwnd_first_3s", "compare_with_paper", "runs"):
+        assert (tmp_path / "tables" / f"{name}.csv").is_file()
+    assert set(res.tsq["tsq"]) == {"paper", "linux", "fixed", "adaptive", "off"}
+    assert set(res.setups["setup"]) == {"paper", "unequal-rtt", "five-apps"}
+    assert len(res.compare) == 5 and res.compare["cclab"].notna().all(), res.compare
+    # Every subflow of every application has a cwnd reading in Fig. 3's window.
+    assert len(res.cwnd[res.cwnd["tsq"] == "paper"]) == 9
+    assert "S2" in (tmp_path / "report.html").read_text()
