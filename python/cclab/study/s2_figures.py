@@ -107,7 +107,7 @@ def draw_all(fig_dir: Path, tsq: pd.DataFrame, cc: pd.DataFrame, setups: pd.Data
     if traces:
         out["fig3_cwnd"] = cwnd_first_3s(traces, fig_dir / "fig3_cwnd")
     if len(cc):
-        out["cc"] = by_group(cc, "cc", "S2: coupled congestion control (3 applications, loss 0)", fig_dir / "cc")
+        out["cc"] = by_group(cc, "cc", "S2: coupled congestion control (3 applications, loss 1e-5)", fig_dir / "cc")
     if len(setups):
         out["setups"] = by_group(setups, "setup", "S2: the adaptive rule on three setups (LIA, loss 0)",
                                  fig_dir / "setups")
