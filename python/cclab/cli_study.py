@@ -27,6 +27,25 @@ def _require_root() -> None:
         sys.exit(2)
 
 
+def _print_outcome(study: str, res: Any, labels: tuple[str, ...]) -> None:
+    """The paper beside cclab as a table, the run count and the report's path; each failed run
+    with its ``labels``, then exit 1."""
+    t = Table(title=f"{study}: the paper vs cclab")
+    for col in ("result", "paper", "cclab"):
+        t.add_column(col)
+    for _, r in res.compare.iterrows():
+        v = r["cclab"]
+        t.add_row(str(r["result"]), str(r["paper"]), "n/a" if v != v else f"{v:.3g}")
+    out.print(t)
+    out.print(f"{len(res.runs) + len(res.failures)} runs in {res.wall_s:.1f} s ({len(res.failures)} failed); "
+              f"report: {res.out_dir / 'report.html'}")
+    if len(res.failures):
+        for _, f in res.failures.iterrows():
+            what = {k: f[k] for k in labels if k in f and f[k] == f[k]}
+            err.print(f"failed: {what}: {f['error']}", highlight=False)
+        sys.exit(1)
+
+
 def _run_with_progress(name: str, run: Any, out_dir: str, cfg: Any) -> Any:
     """``run(out_dir, cfg, progress=...)`` under a progress bar; a RuntimeError exits 2."""
     with Progress(TextColumn(f"[bold]study {name}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -166,20 +185,7 @@ def s2(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: 
 
     cfg = S2Config.make(quick=quick, reps=reps, jobs=jobs, executor=executor)
     res = _run_with_progress("s2", run_s2, out_dir, cfg)
-    t = Table(title="S2: the paper vs cclab")
-    for col in ("result", "paper", "cclab"):
-        t.add_column(col)
-    for _, r in res.compare.iterrows():
-        v = r["cclab"]
-        t.add_row(str(r["result"]), str(r["paper"]), "n/a" if v != v else f"{v:.3g}")
-    out.print(t)
-    out.print(f"{len(res.runs) + len(res.failures)} runs in {res.wall_s:.1f} s ({len(res.failures)} failed); "
-              f"report: {res.out_dir / 'report.html'}")
-    if len(res.failures):
-        for _, f in res.failures.iterrows():
-            what = {k: f[k] for k in ("part", "setup", "cc", "tsq", "loss", "rep") if k in f and f[k] == f[k]}
-            err.print(f"failed: {what}: {f['error']}", highlight=False)
-        sys.exit(1)
+    _print_outcome("S2", res, ("part", "setup", "cc", "tsq", "loss", "rep"))
 
 
 @study.command(
@@ -205,17 +211,4 @@ def s4(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: 
 
     cfg = S4Config.make(quick=quick, reps=reps, jobs=jobs, executor=executor)
     res = _run_with_progress("s4", run_s4, out_dir, cfg)
-    t = Table(title="S4: the paper vs cclab")
-    for col in ("result", "paper", "cclab"):
-        t.add_column(col)
-    for _, r in res.compare.iterrows():
-        v = r["cclab"]
-        t.add_row(str(r["result"]), str(r["paper"]), "n/a" if v != v else f"{v:.3g}")
-    out.print(t)
-    out.print(f"{len(res.runs) + len(res.failures)} runs in {res.wall_s:.1f} s ({len(res.failures)} failed); "
-              f"report: {res.out_dir / 'report.html'}")
-    if len(res.failures):
-        for _, f in res.failures.iterrows():
-            what = {k: f[k] for k in ("part", "env", "spacing_m", "hops", "cc", "setting", "rep") if k in f and f[k] == f[k]}
-            err.print(f"failed: {what}: {f['error']}", highlight=False)
-        sys.exit(1)
+    _print_outcome("S4", res, ("part", "env", "spacing_m", "hops", "cc", "setting", "rep"))

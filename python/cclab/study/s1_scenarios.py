@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .scenario_toml import to_toml
+
 __all__ = ["TERMINALS", "AP_QUEUE_PKTS", "WAN_RTT_MS", "s1_scenario", "to_toml", "SHIPPED"]
 
 #: Round trip of the wired part (Dummynet), ms.
@@ -86,38 +88,6 @@ def s1_scenario(n: int, terminal: str = "smartphone", *, duration_s: float = 60.
 
 #: The shipped scenario files (python/cclab/scenarios/<name>.toml): name -> (n, terminal).
 SHIPPED = {f"s1-{c['short']}-{n}": (n, t) for t, c in TERMINALS.items() for n in (3, 6)}
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
-    raise TypeError(f"{v!r} has no TOML form here")
-
-
-def to_toml(d: dict[str, Any], header: str = "") -> str:
-    """A scenario dict of :func:`s1_scenario` as a scenario file.
-
-    >>> 'kind = "dcf"' in to_toml(s1_scenario(2))
-    True
-    """
-    lines = [f"# {line}" for line in header.splitlines()]
-    lines += [f"{k} = {_toml_value(v)}" for k, v in d.items() if not isinstance(v, (list, dict))]
-    for k, v in d.items():
-        if isinstance(v, dict):
-            lines += ["", f"[{k}]"] + [f"{kk} = {_toml_value(x)}" for kk, x in v.items()]
-    for k, v in d.items():
-        if isinstance(v, list):
-            for item in v:
-                lines += ["", f"[[{k}]]"] + [f"{kk} = {_toml_value(x)}" for kk, x in item.items()]
-    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":  # python -m cclab.study.s1_scenarios: rewrite the shipped files

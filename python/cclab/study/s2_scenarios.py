@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .scenario_toml import to_toml
+
 __all__ = ["NIC_RATE_BPS", "PATH_RATE_BPS", "IFQ_PKTS", "RTT_MS", "START_GAP_S", "s2_scenario", "to_toml", "SHIPPED"]
 
 #: Each sender interface's NIC, bit/s: the bottleneck (see the module doc).
@@ -47,7 +49,7 @@ def s2_scenario(n_apps: int = 3, *, cc: str = "lia", tsq: str = "paper", loss: f
     host: dict[str, Any] = {"device_rate_bps": nic_rate_bps, "device_queue_pkts": IFQ_PKTS, "tsq": tsq}
     if tsq_limit_bytes is not None:
         host["tsq_limit_bytes"] = tsq_limit_bytes
-    nodes: list[dict[str, Any]] = [{"name": "snd", "host": host}, {"name": "rcv"}]
+    nodes: list[dict[str, Any]] = [{"name": "snd"}, {"name": "rcv"}]
     nodes += [{"name": f"ne{k}", "kind": "router"} for k in paths]
     links: list[dict[str, Any]] = []
     for k, rtt in zip(paths, rtts_ms):
@@ -68,32 +70,13 @@ def s2_scenario(n_apps: int = 3, *, cc: str = "lia", tsq: str = "paper", loss: f
         # Sampled every 10 ms: a flow held by TSQ keeps its cwnd, so a trace of changes would
         # stop when its window does, and each application's rate once all run is read from it.
         "sim": {"trace": "interval", "trace_interval_ms": 10.0},
+        # Every host's stack (`--set host.tsq=fixed` changes it): the receiver's NICs carry only
+        # ACKs.
+        "host": host,
         "nodes": nodes,
         "links": links,
         "flows": flows,
     }
-
-
-def _value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return f'"{v}"'
-    if isinstance(v, list):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{k} = {_value(x)}" for k, x in v.items()) + " }"
-    return repr(v)
-
-
-def to_toml(d: dict[str, Any]) -> str:
-    """A scenario dict from :func:`s2_scenario` as a scenario file."""
-    out = [f"{k} = {_value(d[k])}" for k in ("name", "description", "duration_s")]
-    out += ["", "[sim]"] + [f"{k} = {_value(v)}" for k, v in d["sim"].items()]
-    for table in ("nodes", "links", "flows"):
-        for item in d[table]:
-            out += ["", f"[[{table}]]"] + [f"{k} = {_value(v)}" for k, v in item.items()]
-    return "\n".join(out) + "\n"
 
 
 #: The shipped scenario files made from :func:`s2_scenario` (a test keeps them equal).

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .scenario_toml import to_toml
+
 __all__ = ["N_NODES", "s4_scenario", "to_toml", "SHIPPED"]
 
 #: Nodes in the chain (the paper's five).
@@ -58,27 +60,6 @@ def s4_scenario(hops: int, *, cc: str = "cubic", spacing_m: float = 1.0, environ
         "media": [mesh],
         "flows": [flow],
     }
-
-
-def _value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return f'"{v}"'
-    if isinstance(v, list):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{k} = {_value(x)}" for k, x in v.items()) + " }"
-    return repr(v)
-
-
-def to_toml(d: dict[str, Any]) -> str:
-    """A scenario dict from :func:`s4_scenario` as a scenario file."""
-    out = [f"{k} = {_value(d[k])}" for k in ("name", "description", "duration_s")]
-    for table in ("nodes", "media", "flows"):
-        for item in d[table]:
-            out += ["", f"[[{table}]]"] + [f"{k} = {_value(v)}" for k, v in item.items()]
-    return "\n".join(out) + "\n"
 
 
 #: The shipped scenario files :func:`s4_scenario` makes (a test keeps them equal).
