@@ -174,9 +174,31 @@ def run(scenario: str, out_dir: str | None, seed: int | None, sets: tuple[str, .
             owd = "" if u["owd_p50_ms"] is None else f", one-way delay p50 {u['owd_p50_ms']:.1f} ms, p99 {u['owd_p99_ms']:.1f} ms"
             out.print(f"{f.name} (udp): sent {u['send_rate_bps'] / 1e6:.3f} Mbit/s, received "
                       f"{u['receive_rate_bps'] / 1e6:.3f} Mbit/s, loss {100 * u['loss']:.2f} %{owd}")
+    for line in mac_lines(res.summary):
+        out.print(line, soft_wrap=True)
     run_info = res.summary["run"]
     done = (f"{run_info['events_processed']:,} events in " if "events_processed" in run_info else "ran in ")
     out.print(f"{done}{run_info['wall_time_s']:.2f} s; wrote {', '.join(p.name for p in paths.values())} to {target}/")
+
+
+def mac_lines(summary: dict[str, Any]) -> list[str]:
+    """One line per station of a medium with a MAC (a DCF cell's port, a mesh node) that sent
+    something: attempts, collisions, retry drops and the residual loss MAC retries leave."""
+    lines, idle = [], 0
+    for lane in summary.get("links", []):
+        m = lane.get("mac")
+        if not m:
+            continue
+        if not m["attempts"]:
+            idle += 1
+            continue
+        hidden = f", {m['hidden_collisions']} hidden" if "hidden_collisions" in m else ""
+        residual = "" if m["residual_loss"] is None else f", residual loss {m['residual_loss']:.4f}"
+        lines.append(f"{lane['link']} ({m['kind']}): {m['attempts']} attempts, {m['collisions']} collisions "
+                     f"(p {m['collision_prob']:.3f}{hidden}), {m['retry_drops']} retry drops{residual}")
+    if idle:
+        lines.append(f"({idle} station(s) sent nothing)")
+    return lines
 
 
 @cli.command(

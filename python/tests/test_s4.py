@@ -36,6 +36,15 @@ def test_quick_study_writes_every_figure_and_table(tmp_path: Path) -> None:
     # makes it fall faster.
     assert ((clean > 0.8) & (clean < 1.25)).all(), res.fits
     assert (lossy > clean.max() + 0.2).all(), res.fits
+    # The residual per-hop loss the MAC leaves: none on the clean chain, some on the lossy
+    # settings (at least the floor's fer^attempts, collisions add to it).
+    r = res.residual.set_index(["setting", "hops"])
+    assert (r.loc["clean", "mac_residual_loss_mean"] < 1e-3).all(), res.residual
+    for name in cfg.lossy:
+        got = r.loc[name, "mac_residual_loss_mean"]
+        assert (got > 0.5 * r.loc[name, "nominal_p"]).all(), res.residual
+    assert (tmp_path / "tables" / "residual_loss.csv").is_file()
+    assert "mac_residual_loss" in res.runs and "mac_residual_loss_mean" in res.tcp
     # At low rates the chain delivers what is sent.
     low = res.udp[res.udp["rate_bps"] <= 1e6]
     assert (low["udp_receive_rate_bps"] > 0.97 * low["udp_send_rate_bps"]).all()

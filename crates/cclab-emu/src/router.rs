@@ -8,7 +8,7 @@ use crate::spec::Spec;
 use crate::stats::{Histogram, LinkCounters, PortCounters};
 use cclab_net::dcf::BROADCAST;
 use cclab_net::link::{DropReason, Link, LinkStats};
-use cclab_net::{radio, rng, Medium, NetPacket};
+use cclab_net::{radio, rng, MacStats, Medium, NetPacket};
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
@@ -484,6 +484,12 @@ impl Router {
         let (e, k) = self.lane_of[l];
         self.elements[e as usize].stats(k as usize)
     }
+
+    /// MAC counters of the station at lane `l` (None: not a port of a medium with a MAC).
+    pub fn lane_mac_stats(&self, l: usize) -> Option<MacStats> {
+        let (e, k) = self.lane_of[l];
+        self.elements[e as usize].mac_stats(k as usize)
+    }
 }
 
 #[cfg(test)]
@@ -780,6 +786,20 @@ mod tests {
         let relay = t[0].2 - 122_000 - 28_000 - 74_000;
         assert!(relay.is_multiple_of(9_000) && relay <= 15 * 9_000, "{t:?}");
         assert_eq!(out[0].pkt.data.len(), 100);
+        // Each station's MAC counters, in the stats document as in the simulator's summary:
+        // a's unicast to the AP, the AP's broadcast (one attempt each).
+        let doc = crate::stats::stats_json(&r, 1.0, 0);
+        let links = doc["links"].as_array().unwrap();
+        for (l, lane) in links.iter().enumerate() {
+            let mac = r.lane_mac_stats(l).expect("every lane is a station");
+            assert_eq!(lane["mac"], serde_json::to_value(mac).unwrap());
+            assert_eq!(lane["mac"]["kind"], "dcf");
+        }
+        let attempts: Vec<u64> = links
+            .iter()
+            .map(|l| l["mac"]["attempts"].as_u64().unwrap())
+            .collect();
+        assert_eq!(attempts, [1, 0, 1]);
         // A shared channel does not carry broadcasts (no route is made for them).
         s.media[0].model = text.media[0].model.clone();
         let mut r = Router::new(&s);
@@ -1005,6 +1025,8 @@ mod tests {
         let keys =
             |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
         assert!(links.iter().all(|l| keys(l) == keys(&links[0])));
+        // A shared channel has no MAC: no `mac` object.
+        assert!(links.iter().all(|l| l.get("mac").is_none()));
         for l in links {
             let n = |k: &str| l[k].as_u64().unwrap();
             assert_eq!(

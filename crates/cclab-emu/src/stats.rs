@@ -1,4 +1,5 @@
-//! Counters and the lateness histogram, and the stats JSON written at exit.
+//! Counters and the lateness histogram, and the stats JSON written at exit (per lane the
+//! element's counters, and for a station of a DCF cell or a mesh its MAC counters, `mac`).
 
 use crate::router::Router;
 use serde_json::{json, Value};
@@ -120,7 +121,7 @@ pub fn stats_json(r: &Router, duration_s: f64, behind_events: u64) -> Value {
         .map(|i| {
             let s = r.lane_stats(i);
             let c = &r.lane_counters[i];
-            json!({
+            let mut lane = json!({
                 "name": r.lane_names[i],
                 "in_pkts": c.in_pkts,
                 "in_bytes": c.in_bytes,
@@ -136,7 +137,12 @@ pub fn stats_json(r: &Router, duration_s: f64, behind_events: u64) -> Value {
                 "max_queue_pkts": c.max_queue_pkts,
                 "max_queue_bytes": c.max_queue_bytes,
                 "lateness": c.lateness.to_json(),
-            })
+            });
+            // A station of a medium with a MAC: its counters, as in the simulator's summary.
+            if let Some(mac) = r.lane_mac_stats(i) {
+                lane["mac"] = json!(mac);
+            }
+            lane
         })
         .collect();
     let ports: Vec<Value> = r

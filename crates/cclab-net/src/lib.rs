@@ -45,7 +45,7 @@ pub use dcf::{DcfCell, DcfSpec};
 pub use error::NetError;
 pub use link::{DelaySpike, DropReason, Dropped, Link, LinkConfig, LinkStats, Outage, QueueLimit};
 pub use loss::{Loss, LossModel};
-pub use medium::Medium;
+pub use medium::{MacStats, Medium};
 pub use mesh::{MeshChain, MeshSpec};
 pub use model::{MediumKind, MediumModel};
 pub use packet::{Ecn, NetPacket};

@@ -7,9 +7,13 @@
 //! not links.
 //!
 //! A medium reports its queues as lanes: one per port that transmits (a link direction: one;
-//! a shared channel: one per port), each with the links table's columns.
+//! a shared channel: one per port), each with the links table's columns. A medium whose ports
+//! are 802.11 stations also reports each port's MAC counters ([`MacStats`]).
 
+use crate::dcf::DcfStationStats;
 use crate::link::{Dropped, LinkStats};
+use crate::mesh::MeshStationStats;
+use serde::{Serialize, Serializer};
 use std::collections::VecDeque;
 
 /// A deterministic packet-moving state machine with ports, driven by `now`.
@@ -40,6 +44,136 @@ pub trait Medium<P> {
     fn queue_bytes(&mut self, now_ns: u64, lane: usize) -> u64;
     /// Counters of `lane` so far.
     fn stats(&self, lane: usize) -> &LinkStats;
+    /// MAC counters of the station at `lane`'s port so far (None: the medium has no MAC, or no
+    /// such lane).
+    fn mac_stats(&self, _lane: usize) -> Option<MacStats> {
+        None
+    }
+}
+
+/// A medium port's MAC counters: the station's own type, by medium. In summaries it is one
+/// object: `kind` (`"dcf"` or `"mesh"`), the counters under their field names, and the figures
+/// derived from them (`collision_prob`, `residual_loss`; for the DCF cell `mean_rate_bps`, for
+/// the mesh `hidden_share`; null when their denominator is 0).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MacStats {
+    /// A station of an 802.11 DCF cell.
+    Dcf {
+        /// The station's counters ([`DcfCell::station_stats`](crate::DcfCell::station_stats)).
+        stats: DcfStationStats,
+        /// Its mean data rate over its unicast attempts, bit/s
+        /// ([`DcfCell::mean_rate_bps`](crate::DcfCell::mean_rate_bps); None: no attempt).
+        mean_rate_bps: Option<f64>,
+    },
+    /// A node of an 802.11s mesh chain.
+    Mesh {
+        /// The node's counters ([`MeshChain::station_stats`](crate::MeshChain::station_stats)).
+        stats: MeshStationStats,
+    },
+}
+
+impl MacStats {
+    /// Transmission attempts (DCF: frames, RTS included; mesh: data PPDUs).
+    pub fn attempts(&self) -> u64 {
+        match self {
+            MacStats::Dcf { stats: s, .. } => s.attempts,
+            MacStats::Mesh { stats: s } => s.attempts,
+        }
+    }
+
+    /// Attempts that collided.
+    pub fn collisions(&self) -> u64 {
+        match self {
+            MacStats::Dcf { stats: s, .. } => s.collisions,
+            MacStats::Mesh { stats: s } => s.collisions,
+        }
+    }
+
+    /// Frames (mesh: MPDUs) dropped at the retry limit.
+    pub fn retry_drops(&self) -> u64 {
+        match self {
+            MacStats::Dcf { stats: s, .. } => s.retry_drops,
+            MacStats::Mesh { stats: s } => s.retry_drops,
+        }
+    }
+
+    /// The collision probability per attempt, `collisions / attempts` (Bianchi's p for a
+    /// saturated DCF station; None: no attempt).
+    pub fn collision_prob(&self) -> Option<f64> {
+        ratio(self.collisions(), self.attempts())
+    }
+
+    /// The loss MAC retries leave: of the frames (mesh: MPDUs) whose fate is settled, the
+    /// fraction dropped at the retry limit. DCF: `retry_drops / (successes + retry_drops)`;
+    /// mesh: [`MeshStationStats::residual_loss`], `retry_drops / (mpdus_acked + retry_drops)`.
+    /// Frames still queued or in an exchange at the end are not counted. None: none settled.
+    pub fn residual_loss(&self) -> Option<f64> {
+        match self {
+            MacStats::Dcf { stats: s, .. } => {
+                ratio(s.retry_drops, s.successes.saturating_add(s.retry_drops))
+            }
+            MacStats::Mesh { stats: s } => s.residual_loss(),
+        }
+    }
+
+    /// Mesh only: the share of collisions with a transmitter the sender does not sense,
+    /// `hidden_collisions / collisions` (None: no collision, or a DCF station: every station
+    /// of a cell senses every other).
+    pub fn hidden_share(&self) -> Option<f64> {
+        match self {
+            MacStats::Dcf { .. } => None,
+            MacStats::Mesh { stats: s } => ratio(s.hidden_collisions, s.collisions),
+        }
+    }
+}
+
+/// `num / den`, None when `den` is 0.
+fn ratio(num: u64, den: u64) -> Option<f64> {
+    (den > 0).then(|| num as f64 / den as f64)
+}
+
+/// The summary's `mac` object (see [`MacStats`]).
+#[derive(Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum MacStatsOut<'a> {
+    Dcf {
+        #[serde(flatten)]
+        counters: &'a DcfStationStats,
+        collision_prob: Option<f64>,
+        residual_loss: Option<f64>,
+        mean_rate_bps: Option<f64>,
+    },
+    Mesh {
+        #[serde(flatten)]
+        counters: &'a MeshStationStats,
+        collision_prob: Option<f64>,
+        residual_loss: Option<f64>,
+        hidden_share: Option<f64>,
+    },
+}
+
+impl Serialize for MacStats {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (collision_prob, residual_loss) = (self.collision_prob(), self.residual_loss());
+        match self {
+            MacStats::Dcf {
+                stats: counters,
+                mean_rate_bps,
+            } => MacStatsOut::Dcf {
+                counters,
+                collision_prob,
+                residual_loss,
+                mean_rate_bps: *mean_rate_bps,
+            },
+            MacStats::Mesh { stats: counters } => MacStatsOut::Mesh {
+                counters,
+                collision_prob,
+                residual_loss,
+                hidden_share: self.hidden_share(),
+            },
+        }
+        .serialize(s)
+    }
 }
 
 /// A multi-port medium's frames on their way out: delivered on the air, handed to the driver at
@@ -129,5 +263,54 @@ mod tests {
         assert_eq!((Medium::ports(&l), Medium::lanes(&l)), (2, 1));
         assert_eq!(run(&mut l, 3), [1_000_000, 2_000_000, 3_000_000]);
         assert_eq!(Medium::stats(&l, 0).delivered_pkts, 3);
+        assert_eq!(Medium::mac_stats(&l, 0), None);
+    }
+
+    #[test]
+    fn mac_stats_serialize_with_their_kind_and_derived_figures() {
+        let dcf = MacStats::Dcf {
+            stats: DcfStationStats {
+                attempts: 10,
+                collisions: 2,
+                successes: 7,
+                retry_drops: 1,
+                ..DcfStationStats::default()
+            },
+            mean_rate_bps: Some(54e6),
+        };
+        let v = serde_json::to_value(dcf).unwrap();
+        assert_eq!(v["kind"], "dcf");
+        assert_eq!(v["attempts"], 10);
+        assert_eq!(v["attempts_by_rate"].as_array().unwrap().len(), 8);
+        assert_eq!(v["collision_prob"], 0.2);
+        assert_eq!(v["residual_loss"], 0.125);
+        assert_eq!(v["mean_rate_bps"], 54e6);
+        assert!(v.get("hidden_share").is_none());
+        let mesh = MacStats::Mesh {
+            stats: MeshStationStats {
+                attempts: 4,
+                collisions: 2,
+                hidden_collisions: 1,
+                mpdus_acked: 3,
+                retry_drops: 1,
+                ..MeshStationStats::default()
+            },
+        };
+        let v = serde_json::to_value(mesh).unwrap();
+        assert_eq!(v["kind"], "mesh");
+        assert_eq!(v["hidden_collisions"], 1);
+        assert_eq!(
+            (
+                &v["collision_prob"],
+                &v["residual_loss"],
+                &v["hidden_share"]
+            ),
+            (&0.5.into(), &0.25.into(), &0.5.into())
+        );
+        let idle = serde_json::to_value(MacStats::Mesh {
+            stats: MeshStationStats::default(),
+        })
+        .unwrap();
+        assert!(idle["collision_prob"].is_null() && idle["hidden_share"].is_null());
     }
 }

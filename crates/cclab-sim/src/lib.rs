@@ -127,6 +127,10 @@ pub struct LinkStats {
     /// Its counters.
     #[serde(flatten)]
     pub counters: cclab_net::LinkStats,
+    /// For a lane that is a station of a medium with a MAC (a DCF cell's port, a mesh node):
+    /// that station's MAC counters (None otherwise: the key is left out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mac: Option<cclab_net::MacStats>,
 }
 
 /// The links one flow's packets cross (the simulated ones, by name) and the nodes they pass.

@@ -1138,6 +1138,7 @@ impl World {
                 link_stats.push(crate::LinkStats {
                     link: self.lane_names[(l.first_lane as usize) + lane].clone(),
                     counters,
+                    mac: l.link.mac_stats(lane),
                 });
             }
         }

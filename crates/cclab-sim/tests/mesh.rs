@@ -2,7 +2,8 @@
 //! flow from the first node to the node 1..4 hops away over static routes; every node in
 //! between is a router forwarding in zero time. Goodput falls with hops.
 
-use cclab_net::mesh::MeshSpec;
+use cclab_net::mesh::{MeshSpec, MeshStationStats};
+use cclab_net::MacStats;
 use cclab_sim::config::Scenario;
 use cclab_sim::run;
 use serde_json::{json, Value};
@@ -157,4 +158,80 @@ fn saturated_udp_carries_the_airtime_closed_form_over_one_hop_and_1_over_n_beyon
         let r = g * (i + 1) as f64 / got[0];
         assert!((r - 1.0).abs() < 0.05, "{} hops: {r}", i + 1);
     }
+}
+
+/// Nodes `n0`, `n1`, `n2` `spacing_m` apart (5 GHz, MCS 0, exponent 3: at 40 m the ends do
+/// not sense each other, at 10 m they do), each end sending 10 Mbit/s of UDP to the middle.
+fn into_the_middle(spacing_m: f64) -> Scenario {
+    let spec = json!({"mcs": 0, "band_ghz": 5.0, "spacing_m": spacing_m,
+                      "path_loss_exponent": 3.0, "queue_pkts": 100});
+    let udp = |name: &str, from: &str| {
+        json!({"name": name, "sender": from, "receiver": "n1", "cc": "cubic", "transport": "udp",
+               "rate_bps": 10_000_000u64, "payload_bytes": 1472})
+    };
+    let v = json!({
+        "name": "middle", "duration_s": 5.0, "seed": 1,
+        "nodes": [{"name": "n0"}, {"name": "n1"}, {"name": "n2"}],
+        "media": [{"name": "mesh", "kind": "mesh", "nodes": ["n0", "n1", "n2"], "spec": spec}],
+        "flows": [udp("left", "n0"), udp("right", "n2")],
+    });
+    let sc: Scenario = serde_json::from_value(v).expect("scenario parses");
+    sc.validate().expect("valid scenario");
+    sc
+}
+
+/// The `mac` counters of lane `name` in the summary.
+fn mac(out: &cclab_sim::RunOutput, name: &str) -> MeshStationStats {
+    match out
+        .link_stats
+        .iter()
+        .find(|l| l.link == name)
+        .and_then(|l| l.mac)
+    {
+        Some(MacStats::Mesh { stats }) => stats,
+        other => panic!("{name}: {other:?}"),
+    }
+}
+
+#[test]
+fn the_summary_carries_hidden_collisions_only_where_terminals_are_hidden() {
+    let hidden = run(&into_the_middle(40.0), None).unwrap();
+    let sensed = run(&into_the_middle(10.0), None).unwrap();
+    for out in [&hidden, &sensed] {
+        for l in &out.link_stats {
+            let m = mac(out, &l.link);
+            assert_eq!(m.retry_drops, l.counters.dropped_retry_pkts, "{}", l.link);
+        }
+    }
+    let ends = |out: &cclab_sim::RunOutput| [mac(out, "mesh.n0"), mac(out, "mesh.n2")];
+    for m in ends(&hidden) {
+        assert!(m.hidden_collisions > 0 && m.retry_drops > 0, "{m:?}");
+    }
+    for m in ends(&sensed) {
+        assert_eq!(m.hidden_collisions, 0, "{m:?}");
+    }
+    // In the summary's JSON: the counters and the derived figures.
+    let l = hidden
+        .link_stats
+        .iter()
+        .find(|l| l.link == "mesh.n0")
+        .unwrap();
+    let v = serde_json::to_value(l).unwrap();
+    let m = mac(&hidden, "mesh.n0");
+    assert_eq!(v["mac"]["kind"], "mesh");
+    assert_eq!(v["mac"]["hidden_collisions"], m.hidden_collisions);
+    assert_eq!(v["mac"]["residual_loss"].as_f64(), m.residual_loss());
+    let share = v["mac"]["hidden_share"].as_f64().unwrap();
+    assert!(share > 0.9, "{share}");
+    let middle = serde_json::to_value(
+        sensed
+            .link_stats
+            .iter()
+            .find(|l| l.link == "mesh.n1")
+            .unwrap(),
+    )
+    .unwrap();
+    // The middle node sends nothing: no attempt, so no collision probability.
+    assert_eq!(middle["mac"]["attempts"], 0);
+    assert!(middle["mac"]["collision_prob"].is_null());
 }

@@ -131,6 +131,58 @@ fn a_frame_dropped_at_the_retry_limit_frees_its_skb() {
 }
 
 #[test]
+fn the_summary_carries_each_stations_mac_counters() {
+    let out = run(&wlan(3, json!({"queue_pkts": 50}), 20.0, 5.0), None).unwrap();
+    let mut successes = 0;
+    let mut delivered = 0;
+    for l in &out.link_stats {
+        // Medium ports have a station's counters; the wired link's directions have none.
+        let Some(cclab_net::MacStats::Dcf {
+            stats: m,
+            mean_rate_bps,
+        }) = l.mac
+        else {
+            assert!(l.mac.is_none() && l.link.starts_with("wan."), "{}", l.link);
+            continue;
+        };
+        assert!(l.link.starts_with("cell."), "{}", l.link);
+        // The lane's retry drops are the station's; each attempt collides, errs or succeeds
+        // (one may be on the air at the end).
+        assert_eq!(m.retry_drops, l.counters.dropped_retry_pkts);
+        let settled = m.collisions + m.frame_errors + m.successes;
+        assert!(settled <= m.attempts && m.attempts <= settled + 1, "{m:?}");
+        successes += m.successes;
+        delivered += l.counters.delivered_pkts;
+        let v = serde_json::to_value(l).unwrap();
+        assert_eq!(v["mac"]["kind"], "dcf");
+        assert_eq!(v["mac"]["attempts"], m.attempts);
+        assert_eq!(
+            v["mac"]["collision_prob"].as_f64().unwrap(),
+            m.collisions as f64 / m.attempts as f64
+        );
+        assert!(v.get("link").is_some() && v.get("enqueued_pkts").is_some());
+        // No rate adaptation: every unicast attempt at 802.11g's 54 Mbit/s.
+        assert_eq!(mean_rate_bps, Some(54e6));
+        assert_eq!(v["mac"]["mean_rate_bps"], 54e6);
+    }
+    // Every acknowledged frame was delivered at its destination's lane (the last ones of
+    // each station may be delivered and not yet acknowledged at the end).
+    assert!(
+        successes <= delivered && delivered <= successes + 4,
+        "{successes} {delivered}"
+    );
+    // Four saturated contenders (three uploads, the AP's ACKs) collide.
+    let collisions: u64 = out
+        .link_stats
+        .iter()
+        .filter_map(|l| l.mac.map(|m| m.collisions()))
+        .sum();
+    assert!(collisions > 0);
+    let wan = out.link_stats.iter().find(|l| l.link == "wan.fwd").unwrap();
+    assert!(serde_json::to_value(wan).unwrap().get("mac").is_none());
+}
+
+#[test]
 fn same_seed_same_run() {
     let sc = wlan(3, json!({"queue_pkts": 50}), 20.0, 5.0);
     let a = run(&sc, None).unwrap();

@@ -5,6 +5,10 @@
 - TCP: CUBIC, BBR and BBRv2 per hop count, spacing and environment (100 s each).
 - Lossy hops: the same chain with residual per-hop loss (a per-attempt frame error floor and
   fewer MAC attempts), the mechanism that turns the clean chain's n^-1 into the paper's n^-1.5.
+  Each TCP run's row has the residual per-hop loss the MAC left on the flow's data path
+  (``mac_residual_loss``: the mean over its hops of each sending node's retry-limit drops per
+  MPDU settled, summary.json's ``links[].mac.residual_loss``), shown per setting and hop count
+  beside the floor's nominal ``fer ** attempts``.
 - Fits: the exponent of hops (goodput ~ n^-a, 95 % interval) per algorithm, spacing and
   environment, and Mathis's eq. (1) (its constant C, and the exponent of p freed) over the runs
   that lost packets; the paper's results beside ours.
@@ -149,6 +153,27 @@ def mathis_fits(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: The residual-loss table's figures: per-hop residual loss (mean over the hops, the largest hop),
+#: the collision probability per attempt, the loss TCP saw.
+_RESIDUAL = ["mac_residual_loss", "mac_residual_loss_max", "mac_collision_prob", "p"]
+
+
+def residual_loss_table(tcp_runs: pd.DataFrame) -> pd.DataFrame:
+    """Per setting (clean, each lossy one) and hop count, for CUBIC on the anechoic chain at 1 m,
+    means over the runs: the residual per-hop loss p the MAC left on the data path (each run: the
+    mean over its hops, and its largest hop), beside the frame error floor's nominal
+    ``fer ** attempts`` (0 on the clean chain; collisions add to the measured one), the collision
+    probability per attempt and the loss TCP saw (retransmitted / sent)."""
+    cols = ["setting", "hops", "n", "nominal_p"] + [f"{m}_mean" for m in _RESIDUAL]
+    sel = tcp_runs[(tcp_runs["cc"] == "cubic") & (tcp_runs["env"] == "anechoic") & (tcp_runs["spacing_m"] == 1.0)] \
+        if len(tcp_runs) else tcp_runs
+    if sel.empty:
+        return pd.DataFrame(columns=cols)
+    t = aggregate(sel, ["setting", "hops"], _RESIDUAL)
+    t["nominal_p"] = [LOSSY[s][0] ** LOSSY[s][1] if s in LOSSY else 0.0 for s in t["setting"]]
+    return t.reindex(columns=cols).reset_index(drop=True)
+
+
 @dataclass
 class S4Result:
     """Everything the report needs."""
@@ -161,6 +186,8 @@ class S4Result:
     fits: pd.DataFrame
     mathis: pd.DataFrame
     compare: pd.DataFrame
+    #: per setting and hop count, the residual per-hop loss the MAC left (``residual_loss_table``)
+    residual: pd.DataFrame
     figures: dict[str, Path]
     tables: dict[str, list[Path]]
     failures: pd.DataFrame
@@ -207,8 +234,9 @@ def run_s4(out_dir: str | Path, cfg: S4Config, progress: Callable[[int, int], No
     udp_runs, tcp_runs = runs[part == "udp"], runs[part.isin(["tcp", "lossy"])]
     udp = udp_runs[[c for c in ("env", "spacing_m", "hops", "rate_bps", "udp_send_rate_bps", "udp_receive_rate_bps",
                                 "udp_loss", "udp_owd_p50_ms", "udp_owd_p99_ms") if c in udp_runs]].reset_index(drop=True)
-    tcp = aggregate(tcp_runs, ["setting", "env", "spacing_m", "cc", "hops"], ["goodput_mbps", "p", "mean_srtt_ms"]) \
-        if len(tcp_runs) else pd.DataFrame()
+    tcp = aggregate(tcp_runs, ["setting", "env", "spacing_m", "cc", "hops"],
+                    ["goodput_mbps", "p", "mean_srtt_ms", "mac_residual_loss"]) if len(tcp_runs) else pd.DataFrame()
+    residual = residual_loss_table(tcp_runs)
     fits = hop_fits(tcp_runs, ["setting", "env", "spacing_m", "cc"]) if len(tcp_runs) else pd.DataFrame()
     mathis = mathis_fits(tcp_runs) if len(tcp_runs) else pd.DataFrame()
     compare = compare_with_paper(tcp, fits, mathis, cfg) if len(tcp) else pd.DataFrame()
@@ -218,11 +246,12 @@ def run_s4(out_dir: str | Path, cfg: S4Config, progress: Callable[[int, int], No
         "fits": write_table(fits, out / "tables" / "hop_fits"),
         "mathis": write_table(mathis, out / "tables" / "mathis_fits"),
         "compare": write_table(compare, out / "tables" / "compare_with_paper"),
+        "residual": write_table(residual, out / "tables" / "residual_loss"),
         "runs": write_table(runs.drop(columns=["key"], errors="ignore"), out / "tables" / "runs"),
     }
     figures = s4_figures.draw_all(out / "figures", udp, tcp, fits, tcp_runs)
-    res = S4Result(cfg, out, runs, udp, tcp, fits, mathis, compare, figures, tables, sweep.failures, sweep,
-                   time.perf_counter() - t0)
+    res = S4Result(cfg, out, runs, udp, tcp, fits, mathis, compare, residual, figures, tables, sweep.failures,
+                   sweep, time.perf_counter() - t0)
     from .s4_report import write_s4_report
 
     write_s4_report(res)

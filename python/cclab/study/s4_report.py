@@ -16,7 +16,8 @@ _CAPTIONS = {
                  "chain carries every rate below its capacity; the knee is the capacity of the hop count.",
     "tcp_vs_hops": "TCP goodput against hops on log axes. Clean chain: CUBIC, BBR, BBRv2; lossy hops: CUBIC with a "
                    "per-attempt frame error floor and fewer MAC attempts. Dashed: n^-1 from the one-hop figure (the "
-                   "channel's capacity shared by n hops), dotted: n^-1.5 (the paper's eq. 2).",
+                   "channel's capacity shared by n hops), dotted: n^-1.5 (the paper's eq. 2). The residual per-hop "
+                   "loss p each setting leaves is measured in the table 'Residual per-hop loss'.",
     "exponents": "The fitted exponent a of goodput ~ n^-a over every run, with its 95 % interval.",
     "mathis": "Mathis's eq. (1) against the runs that lost packets: normalised goodput against the loss rate.",
 }
@@ -41,6 +42,11 @@ def _mechanism(res: Any) -> str:
     if len(lossy):
         txt = ", ".join(f"{html.escape(str(r.setting))}: {r.exponent:.2f}" for r in lossy.itertuples())
         parts.append(f" Exponents with residual per-hop loss: {txt}.")
+    r = getattr(res, "residual", None)
+    if r is not None and len(r) and r["mac_residual_loss_mean"].notna().any():
+        p = r.groupby("setting", sort=False)["mac_residual_loss_mean"].mean()
+        txt = ", ".join(f"{html.escape(str(k))}: {v:.4f}" for k, v in p.items() if v == v)
+        parts.append(f" Residual per-hop loss the MAC left, measured (mean over hops and hop counts): {txt}.")
     t = res.tcp
     sub = t[(t["setting"] == "clean") & (t["cc"] == "cubic") & (t["env"] == "anechoic")] if len(t) else t
     if len(sub) and sub["spacing_m"].nunique() > 1:
@@ -82,7 +88,14 @@ def write_s4_report(res: Any) -> Path:
     for name in ("tcp_vs_hops", "exponents"):
         if name in res.figures:
             parts.append(_figure(res.figures[name], _CAPTIONS[name]))
-    parts += ["<h3>Fits of goodput against hops</h3>", _table(res.fits), "<h3>TCP per point</h3>", _table(res.tcp),
+    parts += ["<h3>Residual per-hop loss</h3>",
+              "<p>CUBIC, anechoic, 1 m. Per hop of the flow's data path, the MPDUs its sending node dropped at the "
+              "retry limit per MPDU settled (acknowledged or dropped; summary.json <code>links[].mac."
+              "residual_loss</code>), averaged over the path's hops (<code>mac_residual_loss</code>) and its largest "
+              "hop (<code>_max</code>); <code>nominal_p</code> is the floor's fer<sup>attempts</sup>, which "
+              "collisions add to; <code>p</code> the loss TCP saw, retransmitted / sent. A relay's counters include "
+              "the ACKs it sends back.</p>", _table(res.residual),
+              "<h3>Fits of goodput against hops</h3>", _table(res.fits), "<h3>TCP per point</h3>", _table(res.tcp),
               "<h2>Mathis's model</h2>"]
     if "mathis" in res.figures:
         parts.append(_figure(res.figures["mathis"], _CAPTIONS["mathis"]))

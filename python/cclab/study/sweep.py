@@ -23,7 +23,7 @@ import pandas as pd
 from .executors import EXECUTORS, run_local, run_ray
 from .grid import RunSpec
 
-__all__ = ["run_sweep", "run_one", "SweepResult"]
+__all__ = ["run_sweep", "run_one", "SweepResult", "path_mac"]
 
 #: Per-flow summary fields copied into a run's row.
 FLOW_METRICS = ("goodput_bps", "sent_pkts", "retrans_pkts", "rto_count", "fast_retransmit_count", "spurious_rto_count",
@@ -32,6 +32,40 @@ FLOW_METRICS = ("goodput_bps", "sent_pkts", "retrans_pkts", "rto_count", "fast_r
 
 #: A UDP flow's summary fields copied into a run's row, as udp_<name>.
 UDP_METRICS = ("loss", "send_rate_bps", "receive_rate_bps", "owd_p50_ms", "owd_p99_ms")
+
+#: Over the hops of a flow's data path on a medium with a MAC (a DCF cell, a mesh), copied into a
+#: run's row: ``mac_residual_loss`` (mean over the hops of each sending station's residual loss),
+#: ``mac_residual_loss_max``, ``mac_collision_prob`` (mean over the hops).
+MAC_METRICS = ("mac_residual_loss", "mac_residual_loss_max", "mac_collision_prob")
+
+
+def path_mac(summary: dict[str, Any], flow: str) -> list[dict[str, Any]]:
+    """The MAC counters (summary.json's ``mac``) of the stations that send a flow's data, one per
+    hop over a medium with a MAC, in path order: hop ``<medium>:<a>><b>`` is sent from lane
+    ``<medium>.<a>``. A station's counters cover everything it sends (a relay's ACKs too)."""
+    mac = {lane["link"]: lane["mac"] for lane in summary.get("links", []) if lane.get("mac")}
+    out = []
+    for hop in summary.get("paths", {}).get(flow, {}).get("fwd", []):
+        medium, sep, rest = hop.partition(":")
+        lane = f"{medium}.{rest.partition('>')[0]}"
+        if sep and lane in mac:
+            out.append(mac[lane])
+    return out
+
+
+def _mac_metrics(summary: dict[str, Any], flow: str) -> dict[str, Any]:
+    """Over the hops of the flow's data path that cross a medium with a MAC: the mean and the
+    largest residual per-hop loss (each station's ``residual_loss``), and the mean collision
+    probability per attempt; nothing for a path without such hops."""
+    hops = path_mac(summary, flow)
+    loss = [h["residual_loss"] for h in hops if h.get("residual_loss") is not None]
+    coll = [h["collision_prob"] for h in hops if h.get("collision_prob") is not None]
+    m: dict[str, Any] = {}
+    if loss:
+        m |= {"mac_residual_loss": sum(loss) / len(loss), "mac_residual_loss_max": max(loss)}
+    if coll:
+        m["mac_collision_prob"] = sum(coll) / len(coll)
+    return m
 
 
 def _metrics(result: Any) -> dict[str, Any]:
@@ -43,6 +77,7 @@ def _metrics(result: Any) -> dict[str, Any]:
         m |= {p + k: f[k] for k in FLOW_METRICS if k in f}
         if isinstance(f.get("udp"), dict):  # a UDP flow: its loss, rates and one-way delay
             m |= {f"{p}udp_{k}": f["udp"][k] for k in UDP_METRICS if f["udp"].get(k) is not None}
+        m |= {p + k: v for k, v in _mac_metrics(s, f.get("flow", "")).items()}
     run = s.get("run", {})
     if isinstance(run, dict) and "jain_index" in run:
         m["jain_index"] = run["jain_index"]

@@ -95,7 +95,7 @@ use rate::Arf;
 use station::{Attempt, Station, Waiting};
 
 use crate::link::{DropReason, Dropped, LinkStats};
-use crate::medium::{earliest, Flight, Medium};
+use crate::medium::{earliest, Flight, MacStats, Medium};
 use crate::packet::NetPacket;
 use rand::{Rng, RngCore};
 use rand_chacha::ChaCha8Rng;
@@ -550,5 +550,12 @@ impl<P: NetPacket> Medium<P> for DcfCell<P> {
 
     fn stats(&self, lane: usize) -> &LinkStats {
         &self.stats[lane.min(self.stats.len() - 1)]
+    }
+
+    fn mac_stats(&self, lane: usize) -> Option<MacStats> {
+        (lane < self.stations.len()).then(|| MacStats::Dcf {
+            stats: *self.station_stats(lane),
+            mean_rate_bps: self.mean_rate_bps(lane),
+        })
     }
 }

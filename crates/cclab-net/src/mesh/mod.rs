@@ -68,7 +68,7 @@ pub use spec::{MeshParams, MeshSpec};
 use node::{DataRx, Emission, Frame, Node};
 
 use crate::link::{DropReason, Dropped, LinkStats};
-use crate::medium::{earliest, Flight, Medium};
+use crate::medium::{earliest, Flight, MacStats, Medium};
 use crate::packet::NetPacket;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -496,5 +496,11 @@ impl<P: NetPacket> Medium<P> for MeshChain<P> {
 
     fn stats(&self, lane: usize) -> &LinkStats {
         &self.stats[lane.min(self.stats.len() - 1)]
+    }
+
+    fn mac_stats(&self, lane: usize) -> Option<MacStats> {
+        (lane < self.nodes.len()).then(|| MacStats::Mesh {
+            stats: *self.station_stats(lane),
+        })
     }
 }
