@@ -155,6 +155,9 @@ def run(scenario: str, out_dir: str | None, seed: int | None, sets: tuple[str, .
             progress.close()
     target = Path(out_dir) if out_dir else Path("out") / sc.name
     paths = res.write(target)
+    # Where the kernel ran something close to, not exactly, the scenario (also in summary.json).
+    for dev in res.summary.get("deviations", []):
+        err.print(f"[yellow]warning:[/] kernel backend: {dev}", markup=True, highlight=False, soft_wrap=True)
     if quiet:
         return
     t = Table(title=f"{sc.name} (seed {sc.seed}, {sc.duration_s:g} s, {backend})")

@@ -12,6 +12,7 @@ import pytest
 
 import cclab
 from cclab.kernel.backend import parity, run_kernel
+from cclab.kernel.topology import plan_network
 from cclab.scenario import load_scenario
 
 root_only = pytest.mark.skipif(
@@ -34,11 +35,18 @@ def _device(r: cclab.RunResult) -> dict:
     return next(x for x in links if x.get("link", x.get("name")) == "sender.device")
 
 
-def test_simulator_only_stack_settings_are_refused_on_the_kernel():
+def test_simulator_only_stack_settings_are_refused_or_recorded_on_the_kernel():
+    """pacing_shift other than 10 cannot be set: refused. Another TSQ rule runs as Linux's, with
+    its tsq_limit_bytes as the cap: a deviation in the summary, not a refusal."""
     sc = load_scenario({**_nic("10Mbps", 1), "host": {"device_rate_bps": "10Mbps", "tsq": "fixed",
                                                        "pacing_shift": 8}})
     problems = " ".join(parity(sc))
-    assert "tsq = 'fixed' is simulator-only" in problems and "pacing_shift = 8" in problems
+    assert "pacing_shift = 8" in problems and "tsq" not in problems
+    for tsq in ("fixed", "paper", "adaptive"):
+        sc = load_scenario({**_nic("10Mbps", 1), "host": {"device_rate_bps": "10Mbps", "tsq": tsq}})
+        assert parity(sc) == []
+        dev = plan_network(sc.lowered()).deviations
+        assert any(f"tsq = {tsq!r} (simulator-only) runs as Linux's TSQ" in x for x in dev), dev
 
 
 @root_only

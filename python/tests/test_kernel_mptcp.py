@@ -12,7 +12,7 @@ import pytest
 
 from cclab.kernel import netns
 from cclab.kernel.backend import parity, run_kernel
-from cclab.kernel.mptcp import flow_problems
+from cclab.kernel.mptcp import coupled_deviations, flow_problems
 from cclab.scenario import ScenarioError, load_scenario
 
 root_only = pytest.mark.skipif(
@@ -72,30 +72,28 @@ def test_each_subflow_carries_data_over_its_own_path(n: int) -> None:
     assert not [x for x in netns.list_namespaces() if x.startswith(netns.PREFIX)]
 
 
-def test_coupled_congestion_control_is_refused() -> None:
-    """LIA, OLIA and BALIA are the simulator's: upstream MPTCP runs uncoupled subflows. Refused
-    naming the field, before anything is made (no root)."""
+def test_coupled_congestion_control_runs_as_reno_with_a_deviation() -> None:
+    """LIA, OLIA and BALIA are the simulator's: upstream MPTCP runs uncoupled subflows, so a
+    coupled cc runs as Reno on every subflow, recorded as a deviation (no root to check)."""
     d = load_scenario(disjoint()).to_core_dict()
     for cc in ("lia", "olia", "balia"):
         d["flows"][0]["cc"] = cc
-        msg = "\n".join(flow_problems(d))
-        assert f"flows[0].cc = {cc!r}" in msg and "uncoupled" in msg and "cubic" in msg, msg
+        assert flow_problems(d) == []
+        dev = coupled_deviations(d)
+        assert len(dev) == 1 and dev[0].startswith(f"flows[0].cc = {cc!r} (coupled) runs as uncoupled 'reno'"), dev
     d["flows"][0]["cc"] = "cubic"
-    assert flow_problems(d) == []
+    assert coupled_deviations(d) == []
 
 
-def test_coupled_congestion_control_is_refused_by_run_kernel() -> None:
-    """The same through the backend's entry point, once the scenario form knows the coupled
-    algorithms (the simulator's, being added)."""
+def test_coupled_congestion_control_passes_parity() -> None:
+    """The same through the backend's check, once the scenario form knows the coupled algorithms."""
     d = disjoint()
     d["flows"][0]["cc"] = "lia"
     try:
         sc = load_scenario(d)
     except ScenarioError:
         pytest.skip("this build's core does not know cc = 'lia' yet")
-    assert any("flows[0].cc = 'lia'" in p and "uncoupled" in p for p in parity(sc))
-    with pytest.raises(netns.KernelUnavailable, match=r"flows\[0\]\.cc = 'lia'"):
-        run_kernel(sc)
+    assert parity(sc) == []
 
 
 def _shared_ends() -> dict[str, Any]:
@@ -134,11 +132,26 @@ def test_paths_the_kernel_cannot_tell_apart_are_refused() -> None:
     assert len(problems) == 1 and "flows[0].paths[3]: ends on rcv's link 'c-rcv' as paths[1]" in problems[0], problems
 
 
-def test_two_mptcp_flows_on_one_host_are_refused() -> None:
-    d = disjoint()
+def test_mptcp_flows_sharing_hosts_need_the_same_paths() -> None:
+    """Several Multipath TCP flows between the same two hosts over the same paths share the
+    hosts' endpoints and limits (upstream's limits are per connection): accepted. Other paths, or
+    another host at the other end, would need other endpoints: refused naming the field."""
+    d = disjoint(3)
     d["flows"].append({**copy.deepcopy(d["flows"][0]), "name": "mp2"})
+    assert parity(load_scenario(d)) == []
+    d["flows"][1]["paths"] = d["flows"][1]["paths"][::-1]
     problems = parity(load_scenario(d))
-    assert any(p.startswith("flows[1].sender = 'snd': flows[0] is a Multipath TCP flow") for p in problems), problems
+    assert len(problems) == 1 and problems[0].startswith("flows[1].paths differs from flows[0].paths"), problems
+    d = disjoint(2)
+    d["nodes"].append({"name": "rcv2"})
+    d["links"].append({"endpoints": ["ne1", "rcv2"], "delay_ms": 5})
+    d["links"].append({"endpoints": ["ne2", "rcv2"], "delay_ms": 5})
+    d["flows"][0].update(sender="snd", receiver="rcv")
+    d["flows"].append({**copy.deepcopy(d["flows"][0]), "name": "mp2", "sender": "snd", "receiver": "rcv2",
+                       "paths": [["snd", "ne1", "rcv2"], ["snd", "ne2", "rcv2"]]})
+    problems = parity(load_scenario(d))
+    assert any(p.startswith("flows[1].sender = 'snd': flows[0] is a Multipath TCP flow on the same sender")
+               for p in problems), problems
 
 
 @root_only

@@ -51,7 +51,8 @@ _TSQ_LIMIT_MAX = 2**31 - 1
 def flow_deviations(d: dict[str, Any]) -> list[str]:
     """What the kernel runs close to, not exactly as, the scenario's flows ask (6.18's TCP)."""
     return [f"flows[{i}].ack_counting = 'acks' (Linux before 3.18) runs as 6.18's per-segment counting"
-            for i, f in enumerate(d["flows"]) if f.get("ack_counting", "segments") != "segments"]
+            for i, f in enumerate(d["flows"]) if f.get("ack_counting", "segments") != "segments"
+            ] + mptcp.coupled_deviations(d)
 
 
 def parity(sc: Scenario) -> list[str]:
@@ -171,6 +172,9 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
         for name, k in knobs.items():
             set_sysctls(name, k)
         cubic_params, bpf_cubic, cc_names, _ = cubic_plan(d["flows"])
+        for k, f in enumerate(d["flows"]):
+            if mptcp.is_mptcp(f) and f["cc"] in mptcp.COUPLED_ALGORITHMS:
+                cc_names[k] = "reno"  # upstream has no coupling (a deviation: mptcp.coupled_deviations)
         caps = {_BASE_PORT + k: f["max_cwnd_pkts"] for k, f in enumerate(d["flows"]) if f["max_cwnd_pkts"]}
         for k, f in enumerate(d["flows"]):
             if f["sender"] in mw_hosts:
@@ -184,8 +188,14 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                 address_iface(ns[i.host], i.dev, i.addr, i.routes)
                 if i.device:
                     configure_device(ns[i.host], i.dev, i.device["rate_bps"], i.device["queue_pkts"])
+            # Multipath TCP flows between the same two hosts share their endpoints, limits and rules
+            # (parity made sure their paths are the same): set once.
+            configured = set()
             for k, sfs in net.subflows.items():
                 f = d["flows"][k]
+                if (f["sender"], f["receiver"]) in configured:
+                    continue
+                configured.add((f["sender"], f["receiver"]))
                 for name, set_ in mptcp.configure(ns[f["sender"]], ns[f["receiver"]], sfs).items():
                     knobs.setdefault(name, {}).update(set_)
             for (s_if, _, _), f in zip(net.flows, d["flows"]):

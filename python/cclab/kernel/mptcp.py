@@ -25,11 +25,16 @@ How subflow k is made to cross path k's links both ways (docs/kernel.md, "Multip
 
 The path-manager limits are exact (``subflows`` = n - 1 on both ends, ``add_addr_accepted`` =
 the number of announced addresses at the sender), so the connection opens exactly one subflow per
-path. Endpoints are per namespace: one Multipath TCP flow per sender and per receiver host.
+path. Endpoints and limits are per namespace, the limits apply to each connection
+(net/mptcp/pm_kernel.c reads them per connection when it opens or accepts a subflow): several
+Multipath TCP flows between the same two hosts over the same paths share them, each connection
+opening its own subflow per path; other flows sharing a host with one are refused.
 
 Subflows run uncoupled: TCP_CONGESTION on the MPTCP socket sets every subflow's algorithm
 (net/mptcp/sockopt.c mptcp_setsockopt_sol_tcp_congestion, and mptcp_sockopt_sync_locked for
-subflows joining later); upstream has no LIA, OLIA or BALIA.
+subflows joining later); upstream has no LIA, OLIA or BALIA, so a coupled ``cc`` runs as Reno
+subflows (on one path each of them is Reno), a deviation the summary records
+(``coupled_deviations``).
 """
 
 from __future__ import annotations
@@ -47,8 +52,8 @@ from .tcpinfo import TCP_INFO_LEN, parse_tcp_info
 if TYPE_CHECKING:
     from .topology import Interface
 
-__all__ = ["COUPLED_ALGORITHMS", "IPPROTO_MPTCP", "Subflow", "configure", "flow_problems", "is_mptcp",
-           "plan_subflows", "read_mptcp_info", "read_subflows"]
+__all__ = ["COUPLED_ALGORITHMS", "IPPROTO_MPTCP", "Subflow", "configure", "coupled_deviations", "flow_problems",
+           "is_mptcp", "plan_subflows", "read_mptcp_info", "read_subflows"]
 
 #: include/uapi/linux/in.h
 IPPROTO_MPTCP = 262
@@ -77,6 +82,14 @@ def is_mptcp(flow: dict[str, Any]) -> bool:
     return flow.get("transport", "tcp") == "mptcp"
 
 
+def coupled_deviations(d: dict[str, Any]) -> list[str]:
+    """The Multipath TCP flows of ``d`` whose coupled ``cc`` runs as uncoupled Reno subflows."""
+    return [f"flows[{i}].cc = {f['cc']!r} (coupled) runs as uncoupled 'reno' on every subflow: upstream Linux MPTCP "
+            "has no coupled congestion control; on a single path LIA, OLIA and BALIA are Reno, but subflows "
+            "sharing a bottleneck take one Reno share each"
+            for i, f in enumerate(d["flows"]) if is_mptcp(f) and f["cc"] in COUPLED_ALGORITHMS]
+
+
 def flow_problems(d: dict[str, Any], middleware_hosts: set[str] | frozenset[str] = frozenset()) -> list[str]:
     """What in the Multipath TCP flows of ``d`` (the normalised scenario) the kernel cannot run,
     each naming the field and what to use instead. Needs no root: checked before anything is made."""
@@ -86,22 +99,32 @@ def flow_problems(d: dict[str, Any], middleware_hosts: set[str] | frozenset[str]
         if not is_mptcp(f):
             continue
         where = f"flows[{i}]"
-        if f["cc"] in COUPLED_ALGORITHMS:
-            problems.append(f"{where}.cc = {f['cc']!r}: coupled congestion control is simulator-only; upstream Linux "
-                            "MPTCP runs uncoupled subflows, each with its own algorithm: use cc = 'cubic' or 'reno' "
-                            "(or bbr), or the simulator backend")
         if f["initial_cwnd_pkts"] != 10:
             problems.append(f"{where}.initial_cwnd_pkts = {f['initial_cwnd_pkts']}: on the kernel it is a route "
                             "metric, not set on a Multipath TCP flow's per-subflow routes; leave it at 10 or use the simulator")
         if f["sender"] in middleware_hosts:
             problems.append(f"{where}: a Multipath TCP flow on a middleware host ({f['sender']!r}) is not built on the "
                             "kernel; use the simulator backend")
+        # Endpoints and limits are per namespace, and upstream applies the limits to each
+        # connection: Multipath TCP flows on one host share them, so they must agree on
+        # everything the endpoints and rules encode (the same two hosts, the same paths in the
+        # same order).
         for role in ("sender", "receiver"):
             j = owner.setdefault((role, f[role]), i)
-            if j != i:
-                problems.append(f"{where}.{role} = {f[role]!r}: flows[{j}] is a Multipath TCP flow on the same "
-                                f"{role}; the kernel's path-manager endpoints are per host (namespace), so their "
-                                "subflows would mix: give each Multipath TCP flow its own sender and receiver")
+            if j == i:
+                continue
+            g = d["flows"][j]
+            if (g["sender"], g["receiver"]) != (f["sender"], f["receiver"]):
+                problems.append(f"{where}.{role} = {f[role]!r}: flows[{j}] is a Multipath TCP flow on the same {role} "
+                                f"to or from another host ({g['sender']!r} -> {g['receiver']!r}); the kernel's "
+                                "path-manager endpoints are per host (namespace), so their subflows would mix: give "
+                                "Multipath TCP flows sharing a host the same sender and receiver, or their own hosts")
+            elif g["paths"] != f["paths"]:
+                problems.append(f"{where}.paths differs from flows[{j}].paths (both Multipath TCP from "
+                                f"{f['sender']!r} to {f['receiver']!r}): on the kernel the connections share the "
+                                "hosts' path-manager endpoints and policy rules, which encode the paths in order; "
+                                f"give flows[{i}] the same paths as flows[{j}], or its own hosts")
+            break
     return problems
 
 
