@@ -187,8 +187,10 @@ def run(scenario: str, out_dir: str | None, seed: int | None, sets: tuple[str, .
 def mac_lines(summary: dict[str, Any]) -> list[str]:
     """One line per station of a medium with a MAC (a DCF cell's port, a mesh node) that sent
     something: attempts, collisions, retry drops and the residual loss MAC retries leave."""
+    from .study.sweep import link_lanes
+
     lines, idle = [], 0
-    for lane in summary.get("links", []):
+    for lane in link_lanes(summary):
         m = lane.get("mac")
         if not m:
             continue

@@ -39,13 +39,24 @@ UDP_METRICS = ("loss", "send_rate_bps", "receive_rate_bps", "owd_p50_ms", "owd_p
 MAC_METRICS = ("mac_residual_loss", "mac_residual_loss_max", "mac_collision_prob")
 
 
+def link_lanes(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """summary.json's per-lane entries: the simulator writes ``links`` as their list, the kernel
+    backend as cclab-link's stats object that holds them under ``links``."""
+    links = summary.get("links", [])
+    if isinstance(links, dict):
+        links = links.get("links", [])
+    return [lane for lane in links if isinstance(lane, dict)]
+
+
 def path_mac(summary: dict[str, Any], flow: str) -> list[dict[str, Any]]:
     """The MAC counters (summary.json's ``mac``) of the stations that send a flow's data, one per
     hop over a medium with a MAC, in path order: hop ``<medium>:<a>><b>`` is sent from lane
     ``<medium>.<a>``. A station's counters cover everything it sends (a relay's ACKs too)."""
-    mac = {lane["link"]: lane["mac"] for lane in summary.get("links", []) if lane.get("mac")}
+    mac = {lane["link"]: lane["mac"] for lane in link_lanes(summary) if lane.get("mac")}
+    paths = summary.get("paths")
+    route = paths.get(flow) if isinstance(paths, dict) else None
     out = []
-    for hop in summary.get("paths", {}).get(flow, {}).get("fwd", []):
+    for hop in route.get("fwd", []) if isinstance(route, dict) else []:
         medium, sep, rest = hop.partition(":")
         lane = f"{medium}.{rest.partition('>')[0]}"
         if sep and lane in mac:
