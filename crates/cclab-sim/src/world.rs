@@ -559,13 +559,7 @@ impl World {
                     self.mptcp_start(t, f)
                 }
                 Event::AppStart(f) => {
-                    let mut buf = std::mem::take(&mut self.data_buf);
-                    self.set_device_room(t, f);
-                    let fl = &mut self.flows[f as usize];
-                    fl.sender.syn_rtt_sample(t, fl.syn_rtt_ns / 1000);
-                    fl.sender.on_start(t, &mut buf);
-                    self.send_data(t, f, &mut buf);
-                    self.data_buf = buf;
+                    self.start_sender(t, f);
                     self.after_sender(t, f, false);
                 }
                 Event::Agent(a) => self.on_agent(t, a),
@@ -689,11 +683,7 @@ impl World {
             }
             Segment::Ack(a) if self.flows[fi].conn.is_some() => self.mptcp_on_ack(t, p.flow, &a),
             Segment::Ack(a) => {
-                let mut buf = std::mem::take(&mut self.data_buf);
-                self.set_device_room(t, p.flow);
-                self.flows[fi].sender.on_ack(t, &a, &mut buf);
-                self.send_data(t, p.flow, &mut buf);
-                self.data_buf = buf;
+                self.drive_sender(t, p.flow, |s, buf| s.on_ack(t, &a, buf));
                 self.after_sender(t, p.flow, true);
             }
             Segment::Udp(d) => self.udp[fi].rx.on_datagram(t, &d),
@@ -845,11 +835,7 @@ impl World {
         if self.flows[f as usize].conn.is_some() {
             return self.mptcp_on_timer(t, f);
         }
-        let mut buf = std::mem::take(&mut self.data_buf);
-        self.set_device_room(t, f);
-        self.flows[f as usize].sender.on_timer(t, &mut buf);
-        self.send_data(t, f, &mut buf);
-        self.data_buf = buf;
+        self.drive_sender(t, f, |s, buf| s.on_timer(t, buf));
         self.after_sender(t, f, false);
     }
 
@@ -859,17 +845,35 @@ impl World {
         if self.flows[f as usize].conn.is_some() {
             return self.mptcp_on_tx_complete(t, f, len);
         }
+        if self.drive_sender(t, f, |s, buf| s.on_tx_complete(t, len, buf)) {
+            self.after_sender(t, f, false);
+        }
+    }
+
+    /// One call into flow slot `f`'s sender: tell it the room in its interface queue, let `op`
+    /// run it, and send what it wrote. Returns whether it wrote anything.
+    fn drive_sender(
+        &mut self,
+        t: u64,
+        f: u32,
+        op: impl FnOnce(&mut Sender, &mut Vec<DataSeg>),
+    ) -> bool {
         let mut buf = std::mem::take(&mut self.data_buf);
         self.set_device_room(t, f);
-        self.flows[f as usize]
-            .sender
-            .on_tx_complete(t, len, &mut buf);
+        op(&mut self.flows[f as usize].sender, &mut buf);
         let wrote = !buf.is_empty();
         self.send_data(t, f, &mut buf);
         self.data_buf = buf;
-        if wrote {
-            self.after_sender(t, f, false);
-        }
+        wrote
+    }
+
+    /// Flow slot `f`'s sender starts: its handshake's RTT sample, then its first window.
+    fn start_sender(&mut self, t: u64, f: u32) {
+        let syn_rtt_us = self.flows[f as usize].syn_rtt_ns / 1000;
+        self.drive_sender(t, f, |s, buf| {
+            s.syn_rtt_sample(t, syn_rtt_us);
+            s.on_start(t, buf);
+        });
     }
 
     /// Tell flow `f`'s sender how many packets its device takes now, and count the local

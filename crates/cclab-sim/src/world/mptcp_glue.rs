@@ -57,13 +57,7 @@ impl World {
         let (c, k) = self.conn_of(f);
         self.conns[c].subflows[k].joined = true;
         self.mptcp_views(c, k);
-        let mut buf = std::mem::take(&mut self.data_buf);
-        self.set_device_room(t, f);
-        let fl = &mut self.flows[f as usize];
-        fl.sender.syn_rtt_sample(t, fl.syn_rtt_ns / 1000);
-        fl.sender.on_start(t, &mut buf);
-        self.send_data(t, f, &mut buf);
-        self.data_buf = buf;
+        self.start_sender(t, f);
         self.mptcp_push(t, c);
         self.mptcp_after(t, c, None);
     }
@@ -74,11 +68,7 @@ impl World {
         let (c, k) = self.conn_of(f);
         self.conns[c].on_data_ack(a.data_ack);
         self.mptcp_views(c, k);
-        let mut buf = std::mem::take(&mut self.data_buf);
-        self.set_device_room(t, f);
-        self.flows[f as usize].sender.on_ack(t, a, &mut buf);
-        self.send_data(t, f, &mut buf);
-        self.data_buf = buf;
+        self.drive_sender(t, f, |s, buf| s.on_ack(t, a, buf));
         let una = self.flows[f as usize].sender.tp.snd_una;
         let conn = &mut self.conns[c];
         conn.maps[k].prune(una);
@@ -97,11 +87,7 @@ impl World {
     pub(super) fn mptcp_on_timer(&mut self, t: u64, f: u32) {
         let (c, k) = self.conn_of(f);
         self.mptcp_views(c, k);
-        let mut buf = std::mem::take(&mut self.data_buf);
-        self.set_device_room(t, f);
-        self.flows[f as usize].sender.on_timer(t, &mut buf);
-        self.send_data(t, f, &mut buf);
-        self.data_buf = buf;
+        self.drive_sender(t, f, |s, buf| s.on_timer(t, buf));
         let s = &self.flows[f as usize].sender;
         let (rtos, una, nxt) = (s.stats.rto_count, s.tp.snd_una, s.tp.snd_nxt);
         let mut queued = 0;
@@ -124,13 +110,7 @@ impl World {
     pub(super) fn mptcp_on_tx_complete(&mut self, t: u64, f: u32, len: u32) {
         let (c, k) = self.conn_of(f);
         self.mptcp_views(c, k);
-        let mut buf = std::mem::take(&mut self.data_buf);
-        self.set_device_room(t, f);
-        self.flows[f as usize]
-            .sender
-            .on_tx_complete(t, len, &mut buf);
-        self.send_data(t, f, &mut buf);
-        self.data_buf = buf;
+        self.drive_sender(t, f, |s, buf| s.on_tx_complete(t, len, buf));
         self.mptcp_push(t, c);
         self.mptcp_after(t, c, None);
     }
