@@ -16,12 +16,7 @@ fn main() {
         .and_then(|o| String::from_utf8(o.stdout).ok())
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| {
-            format!(
-                "{}-linux-gnu",
-                std::env::var("CARGO_CFG_TARGET_ARCH").unwrap()
-            )
-        });
+        .unwrap_or_else(|| format!("{}-linux-gnu", std::env::var("CARGO_CFG_TARGET_ARCH").unwrap()));
     let status = Command::new("clang")
         .args(["-O2", "-g", "-target", "bpf", "-Wall", "-Werror"])
         .arg(format!("-I/usr/include/{multiarch}"))
