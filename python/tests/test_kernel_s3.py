@@ -147,7 +147,8 @@ def test_minimum_rto_per_flow_by_sysctl_above_200_ms_and_bpf_below():
 
 
 def _spike(frto: bool, timestamps: bool) -> dict:
-    sc = _base(10, delay_spikes=[{"start_s": 5, "duration_s": 0.2, "extra_delay_ms": 1500}])
+    """10 Mbit/s, RTT 100 ms, 100 packets of queue; from 5 s, 0.2 s of packets get 0.9 s more delay."""
+    sc = _base(10, delay_spikes=[{"start_s": 5, "duration_s": 0.2, "extra_delay_ms": 900}])
     sc["flows"] = [{"cc": "cubic", "frto": frto, "timestamps": timestamps}]
     if not frto and not timestamps:
         sc["kernel"] = {"sysctls": {"net.ipv4.tcp_dsack": 0}}  # no D-SACK undo either
@@ -155,25 +156,31 @@ def _spike(frto: bool, timestamps: bool) -> dict:
 
 
 @root_only
-def test_a_delay_spike_gives_a_spurious_rto_that_frto_detects():
-    """A 1.5 s delay spike on a steady flow (RTO about 0.3 s): the RTO fires while the data is
-    still in the link, so the ledger calls it spurious; F-RTO undoes it (TCPSpuriousRTOs); the
-    receiver gets the retransmitted segments twice. The simulator sees the same timeouts."""
-    r = run_kernel(_spike(True, True))
+@pytest.mark.parametrize("timestamps", [False, True])
+def test_a_delay_spike_gives_one_spurious_rto_that_the_kernel_undoes(timestamps):
+    """A 0.9 s delay spike on a steady flow (RTO about 0.39 s): one RTO, fired while the data was
+    still in the link, so the ledger calls it spurious, and the receiver gets its retransmission
+    twice. With timestamps the kernel undoes it by Eifel detection first (tcp_process_loss tries
+    tcp_try_undo_loss(sk, false) before F-RTO: TCPLossUndo, not TCPSpuriousRTOs); without, F-RTO
+    proves it spurious (TCPSpuriousRTOs). The simulator does the same: one RTO, the same undo.
+    Measured: the kernel's RTO at 5.75-5.76 s, the simulator's at 5.69-5.70 s (the kernel's timer
+    is a timer-wheel timer, up to 32 ms late at this RTO)."""
+    r = run_kernel(_spike(True, timestamps))
     f = r.summary["flows"][0]
-    assert f["rto_count"] >= 1 and f["sto"]["unmatched"] == 0, f
-    assert f["sto_count"] == f["rto_count"] - f["sto"]["syn_rto_count"], f
-    assert f["spurious_rto_count"] >= 1 and f["sto_detected"] >= 1 and f["undo_count"] >= 1, f
-    assert f["spurious_retrans_pkts"] >= 1 and f["sto"]["unneeded_retrans_pkts"] >= f["spurious_retrans_pkts"] - 1, f
-    s = cclab.simulate(_spike(True, True)).summary["flows"][0]
-    assert s["rto_count"] == f["rto_count"], (s, f)
-    assert (s["spurious_rto_count"] >= 1) == (f["spurious_rto_count"] >= 1)
+    assert (f["rto_count"], f["sto_count"], f["sto"]["unmatched"]) == (1, 1, 0), f
+    assert (f["sto_detected"], f["undo_count"], f["spurious_rto_count"]) == (1, 1, 0 if timestamps else 1), f
+    assert f["spurious_retrans_pkts"] >= 1 and f["sto"]["unneeded_retrans_pkts"] >= f["spurious_retrans_pkts"], f
+    s = cclab.simulate(_spike(True, timestamps)).summary["flows"][0]
+    assert (s["rto_count"], s["undo_count"], s["spurious_rto_count"]) == (1, 1, f["spurious_rto_count"]), s
 
 
 @root_only
 def test_without_frto_timestamps_or_dsack_the_spurious_rto_goes_undetected():
+    """The same spike with F-RTO, timestamps and D-SACKs off: the kernel cannot tell, stays in
+    Loss and resends the window go-back-N: every one of those the receiver gets twice (measured
+    184 segments)."""
     r = run_kernel(_spike(False, False))
     f = r.summary["flows"][0]
-    assert f["sto_count"] >= 1 and f["sto"]["unmatched"] == 0, f
-    assert f["spurious_rto_count"] == 0 and f["undo_count"] == 0 and f["sto_detected"] == 0, f
-    assert f["spurious_retrans_pkts"] >= 1, f
+    assert (f["rto_count"], f["sto_count"], f["sto"]["unmatched"]) == (1, 1, 0), f
+    assert (f["spurious_rto_count"], f["undo_count"], f["sto_detected"]) == (0, 0, 0), f
+    assert f["spurious_retrans_pkts"] >= 20, f
