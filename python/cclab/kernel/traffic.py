@@ -163,6 +163,10 @@ def _send(a: argparse.Namespace) -> None:
             sent += n
         except socket.timeout:
             continue
+    # A fixed-size transfer ends when its last byte is acknowledged (tcpi_bytes_acked counts the
+    # SYN too), not when the socket took it: the trace and the timeout facts cover the transfer.
+    while not a.mptcp and a.size > 0 and time.monotonic() < end and read_tcp_info(s)["bytes_acked"] < a.size + 1:
+        time.sleep(a.interval_ms / 1000.0)
     if a.mptcp:
         stop.set()
         th.join()
