@@ -148,14 +148,13 @@ impl Ledger {
                 if let Some(a) = c.rel(s.ack) {
                     if a > c.acked && a <= c.high {
                         c.acked = a;
-                        let keep = c.segs.split_off(&a);
-                        let mut below = std::mem::replace(&mut c.segs, keep);
-                        // A segment straddling the ACK stays.
-                        if let Some((&k, &g)) = below.iter().next_back() {
-                            if g.end > a {
-                                below.remove(&k);
-                                c.segs.insert(k, g);
+                        // Oldest first, each removed once: O(log n) per segment acknowledged. A
+                        // segment straddling the ACK stays.
+                        while let Some(e) = c.segs.first_entry() {
+                            if e.get().end > a {
+                                break;
                             }
+                            e.remove();
                         }
                     }
                 }
