@@ -1,0 +1,217 @@
+//! Spurious timeouts (STOs): the sender's record of each RTO (what detected it, why F-RTO gave
+//! up on it) and the response to a detected one (`flows[].sto_response`).
+//!
+//! Detection is Linux's (`undo.rs`, `recovery.rs`): F-RTO (RFC 5682, `tcp_process_loss`), the
+//! timestamps (RFC 3522, `tcp_packet_delayed`; off with `eifel_detection = false`) and D-SACKs
+//! (RFC 3708, `undo_retrans`; off with `dsack_undo = false`). A timeout counts as detected when
+//! an undo ends the episode it began (`undo_marker` set by its `tcp_enter_loss`, or by the first
+//! RTO of a run of backed-off ones, which one undo ends together).
+//!
+//! The response to a detected timeout, in place of `tcp_undo_cwnd_reduction`'s restore:
+//! - `linux`: Linux's own (`tcp_undo_cwnd_reduction`: cwnd = the algorithm's `undo_cwnd`,
+//!   ssthresh = max(ssthresh, prior_ssthresh)); the default.
+//! - `eifel`: RFC 4015 section 3.1 step (6), "reversing the congestion control state":
+//!   cwnd = FlightSize + min(bytes_acked, IW), ssthresh = pipe_prev, where pipe_prev =
+//!   max(FlightSize, ssthresh) taken before the timeout changed them (its step (0)); nothing if
+//!   the ACK carries ECE. In packets: FlightSize is `tcp_packets_in_flight` after the ACK,
+//!   bytes_acked the segments this ACK newly acked, IW `initial_cwnd_pkts`. Its step (5),
+//!   resuming with unsent data, is what Linux's undo already does (the lost marks go, so new
+//!   data goes out, not go-back-N). Not done: its RTO adaptation (SRTT_prev, RTTVAR_prev).
+//! - `rfc2861`: the S3 paper's "RFC 2861-like" response (its Table 2): cwnd unchanged by the
+//!   timeout (back to the cwnd before it), ssthresh halved (the timeout's value stands).
+//! - `reno`: no detection and no response (the paper's "TCP Reno"): the timeout leaves no undo
+//!   state (`undo_marker` cleared), so nothing undoes it; F-RTO does not run (go-back-N).
+
+use super::sender::{Sender, SenderEvent};
+
+/// What a detected spurious timeout does (`flows[].sto_response`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoResponse {
+    /// Linux's undo (`tcp_undo_cwnd_reduction`).
+    #[default]
+    Linux,
+    /// RFC 4015's Eifel response (congestion control state only).
+    Eifel,
+    /// The S3 paper's RFC 2861-like response: cwnd kept, ssthresh halved.
+    Rfc2861,
+    /// None: the timeout's cwnd and ssthresh stand, F-RTO off, go-back-N.
+    Reno,
+}
+
+/// One RTO as the sender saw it.
+#[derive(Debug, Clone)]
+pub struct RtoRecord {
+    /// When it fired, ns.
+    pub t_ns: u64,
+    /// The segment it retransmitted (snd_una then).
+    pub seq: u64,
+    /// What proved it spurious (the `undo` event's detector), if anything did.
+    pub detector: Option<&'static str>,
+    /// Why F-RTO stopped testing it: `fin` (no new data left to send), `no_window` (new data
+    /// could not go out: receive window, cwnd, TSQ or the device), `dupack` (a duplicate ACK
+    /// or new SACK after the new data: "loss was real").
+    pub frto_abort: Option<&'static str>,
+    /// Its Loss episode was still open when the run ended (undo state live, not undone).
+    pub open: bool,
+}
+
+/// Sender-side state of the timeouts (a field of `Sender`).
+#[derive(Debug, Clone, Default)]
+pub struct StoState {
+    /// Every RTO so far, in order.
+    pub rtos: Vec<RtoRecord>,
+    /// The RTOs whose undo state is live (`undo_marker` set by the first of them), oldest
+    /// first: an undo now detects them all.
+    pub(crate) undo_owner: Vec<usize>,
+    /// RFC 4015's pipe_prev, packets: max(FlightSize, ssthresh) before the last timeout that
+    /// reduced the window.
+    pub(crate) pipe_prev_pkts: u32,
+    /// Segments the ACK being processed newly acked (RFC 4015's bytes_acked, in segments).
+    pub(crate) acked_pkts: u32,
+    /// For each retransmission written since the world last took them, in order: the RTO
+    /// episode that sent it (the 1-based id of the RTO whose Loss state it was sent in; 0 out
+    /// of Loss). The world tags the packets with them (`world/sto.rs`).
+    pub retx_episodes: Vec<u32>,
+}
+
+impl Sender {
+    /// An RTO fired (`tcp_retransmit_timer`, before `tcp_enter_loss`): record it.
+    pub(crate) fn sto_on_rto(&mut self) {
+        let seq = self.tp.snd_una;
+        self.sto.rtos.push(RtoRecord {
+            t_ns: self.now_ns,
+            seq,
+            detector: None,
+            frto_abort: None,
+            open: false,
+        });
+    }
+
+    /// A retransmission went out: note its episode.
+    pub(crate) fn sto_on_retransmit(&mut self) {
+        let ep = if self.tp.ca_state == crate::cc::CaState::Loss {
+            self.sto.rtos.len() as u32
+        } else {
+            0
+        };
+        self.sto.retx_episodes.push(ep);
+    }
+
+    /// `tcp_enter_loss` took the undo state (`tcp_init_undo`: a new episode) or kept it (a
+    /// backed-off RTO of the same episode); with `sto_response = "reno"` it takes none.
+    /// `prior_in_flight` and `prior_ssthresh` are FlightSize and ssthresh before the timeout.
+    pub(crate) fn sto_on_enter_loss(
+        &mut self,
+        new_episode: bool,
+        prior_in_flight: u32,
+        prior_ssthresh: u32,
+    ) {
+        let id = self.sto.rtos.len().saturating_sub(1);
+        if new_episode {
+            self.sto.undo_owner.clear();
+            // RFC 4015 step (0): pipe_prev <- max(FlightSize, ssthresh).
+            self.sto.pipe_prev_pkts = prior_in_flight.max(prior_ssthresh);
+        }
+        if self.cfg.sto_response == StoResponse::Reno {
+            self.undo_marker = None;
+            self.sto.undo_owner.clear();
+            return;
+        }
+        if self.undo_marker.is_some() {
+            self.sto.undo_owner.push(id);
+        }
+    }
+
+    /// A fast recovery took the undo state (`tcp_enter_recovery`): an undo now is its.
+    pub(crate) fn sto_on_enter_recovery(&mut self) {
+        self.sto.undo_owner.clear();
+    }
+
+    /// F-RTO stopped testing the current timeout (`tp->frto = 0` in `tcp_process_loss` or
+    /// `tcp_xmit_recovery`).
+    pub(crate) fn sto_frto_abort(&mut self, why: &'static str) {
+        if let Some(r) = self.sto.rtos.last_mut() {
+            r.frto_abort.get_or_insert(why);
+        }
+    }
+
+    /// Whether the undo about to happen ends a timeout's episode.
+    pub(crate) fn sto_undo_is_timeout(&self) -> bool {
+        !self.sto.undo_owner.is_empty()
+    }
+
+    /// An undo with evidence `detector`: the timeouts that own the undo state are detected.
+    pub(crate) fn sto_on_undo(&mut self, detector: &'static str) {
+        for &i in &self.sto.undo_owner {
+            self.sto.rtos[i].detector.get_or_insert(detector);
+        }
+    }
+
+    /// The response to a detected timeout, where `tcp_undo_cwnd_reduction` restores cwnd and
+    /// ssthresh (called only when the undo ends a timeout's episode and the response is not
+    /// Linux's). `prior_ssthresh` 0 means an ECE forbade the undo (RFC 4015: step DONE).
+    pub(crate) fn sto_respond(&mut self) {
+        if self.tp.prior_ssthresh == 0 {
+            return;
+        }
+        match self.cfg.sto_response {
+            StoResponse::Eifel => {
+                let iw = self.cfg.initial_cwnd_pkts;
+                let cwnd = self.tp.packets_in_flight() + self.sto.acked_pkts.min(iw);
+                self.tp.set_cwnd(cwnd.max(1));
+                self.tp.snd_ssthresh = self.sto.pipe_prev_pkts;
+                self.ecn_withdraw_cwr();
+            }
+            StoResponse::Rfc2861 => {
+                let cwnd = self.tp.prior_cwnd.max(1);
+                self.tp.set_cwnd(cwnd);
+            }
+            StoResponse::Linux | StoResponse::Reno => {}
+        }
+        let detail = format!(
+            "response={} cwnd={} ssthresh={}",
+            self.cfg.sto_response.name(),
+            self.tp.snd_cwnd,
+            self.tp.snd_ssthresh
+        );
+        self.event(SenderEvent::StoResponse, detail);
+    }
+
+    /// At the end of the run: mark the timeouts whose episode is still open.
+    pub fn sto_finish(&mut self) {
+        let live = self.undo_marker.is_some();
+        for &i in &self.sto.undo_owner {
+            self.sto.rtos[i].open = live;
+        }
+    }
+
+    /// Whether any detector could prove a timeout spurious for this flow.
+    pub fn sto_detection_off(&self) -> Option<&'static str> {
+        let c = &self.cfg;
+        if c.sto_response == StoResponse::Reno {
+            return Some("detection_off");
+        }
+        let eifel = c.eifel_detection && c.timestamps;
+        let dsack = c.dsack_undo && c.sack;
+        if c.frto || eifel || dsack {
+            return None;
+        }
+        if c.eifel_detection && !c.timestamps {
+            return Some("timestamps_off");
+        }
+        Some("detection_off")
+    }
+}
+
+impl StoResponse {
+    /// The name in scenarios and traces.
+    pub fn name(self) -> &'static str {
+        match self {
+            StoResponse::Linux => "linux",
+            StoResponse::Eifel => "eifel",
+            StoResponse::Rfc2861 => "rfc2861",
+            StoResponse::Reno => "reno",
+        }
+    }
+}
