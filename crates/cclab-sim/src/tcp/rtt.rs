@@ -183,3 +183,48 @@ impl Sender {
         j * 1_000_000 / self.tp.hz as u64
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::RtoMinMode;
+    use crate::tcp::tests_support::Setup;
+
+    /// RTO (ms) after each sample (ms), from a fresh estimator, at HZ 1000 (G = 1 ms).
+    fn rtos(mode: RtoMinMode, rto_min_ms: u64, samples_ms: &[i64]) -> Vec<u32> {
+        let mut s = Setup::default().sender();
+        s.cfg.rto_min_mode = mode;
+        s.cfg.rto_min_us = rto_min_ms * 1000;
+        s.tp.srtt_us = 0;
+        samples_ms
+            .iter()
+            .map(|&m| {
+                s.rtt_estimator(m * 1000);
+                s.set_rto();
+                s.tp.icsk_rto_us / 1000
+            })
+            .collect()
+    }
+
+    /// Linux: first sample R = 100: srtt 100, mdev 2R = 200, rttvar max(200, rto_min 200) =
+    /// 200, RTO 300. Then R' = 120: srtt 100 + 20/8 = 102.5; mdev 200 + (20 - 200/4) = 170,
+    /// below mdev_max, and no RTT has passed (snd_una not beyond rtt_seq), so rttvar stays 200:
+    /// RTO 302.5, rounded up to the jiffy: 303.
+    #[test]
+    fn linux_mode_floors_the_variance() {
+        assert_eq!(rtos(RtoMinMode::Linux, 200, &[100, 120]), [300, 303]);
+        // A 4 s minimum: rttvar = 4000, RTO = srtt + 4 s.
+        assert_eq!(rtos(RtoMinMode::Linux, 4000, &[100]), [4100]);
+    }
+
+    /// RFC 6298: R = 100: SRTT 100, RTTVAR 50, RTO max(200, 100 + 4 x 50) = 300. R' = 120:
+    /// RTTVAR 3/4 x 50 + 1/4 x 20 = 42.5, SRTT 7/8 x 100 + 1/8 x 120 = 102.5, RTO 102.5 + 170
+    /// = 272.5 -> 273. With a 4 s minimum the RTO is 4 s, not srtt + 4 s.
+    #[test]
+    fn rfc6298_mode_floors_the_rto() {
+        assert_eq!(rtos(RtoMinMode::Rfc6298, 200, &[100, 120]), [300, 273]);
+        assert_eq!(rtos(RtoMinMode::Rfc6298, 4000, &[100, 120]), [4000, 4000]);
+        // A falling RTT moves RTTVAR by the full error (no Linux damping): R'' = 20 after 100:
+        // RTTVAR 37.5 + 20 = 57.5, SRTT 90, RTO 90 + 230 = 320.
+        assert_eq!(rtos(RtoMinMode::Rfc6298, 200, &[100, 20]), [300, 320]);
+    }
+}

@@ -87,7 +87,8 @@ pub enum SenderEvent {
     /// An ECE ACK started a window reduction (`tcp_enter_cwr`).
     Cwr,
     /// A response other than Linux's set cwnd and ssthresh after a detected spurious timeout
-    /// (`sto.rs`; detail `response=<eifel|rfc2861> cwnd=<n> ssthresh=<n>`).
+    /// (`sto.rs`; detail `response=<eifel|rfc2861> cwnd=<n> ssthresh=<n> in_flight=<n>
+    /// acked_pkts=<n>`).
     StoResponse,
     /// The interface queue refused a segment (`NET_XMIT_DROP`; `tcp_enter_cwr`, resent later).
     LocalDrop,

@@ -170,10 +170,12 @@ impl Sender {
             StoResponse::Linux | StoResponse::Reno => {}
         }
         let detail = format!(
-            "response={} cwnd={} ssthresh={}",
+            "response={} cwnd={} ssthresh={} in_flight={} acked_pkts={}",
             self.cfg.sto_response.name(),
             self.tp.snd_cwnd,
-            self.tp.snd_ssthresh
+            self.tp.snd_ssthresh,
+            self.tp.packets_in_flight(),
+            self.sto.acked_pkts
         );
         self.event(SenderEvent::StoResponse, detail);
     }
