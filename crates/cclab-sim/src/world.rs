@@ -672,6 +672,7 @@ impl World {
     }
 
     /// Put `p` on the link at its current hop, or deliver it at the end of its path.
+    #[inline(always)]
     fn forward(&mut self, t: u64, mut p: Packet) {
         p.hop += 1;
         let fi = p.flow as usize;
@@ -799,16 +800,15 @@ impl World {
                 .map_or(0, |_| crate::mptcp::DSS_DATA_BYTES);
         let route = self.flows[f as usize].fwd_route;
         let first = self.routes[route as usize][0];
-        let episodes = std::mem::take(&mut self.flows[f as usize].sender.sto.retx_episodes);
-        let mut episodes = episodes.iter();
+        let mut retx = 0usize;
         for d in buf.drain(..) {
             let wire = d.len + HEADER_BYTES + ts;
-            let episode = if d.retrans {
-                episodes.next().copied().unwrap_or(0)
+            let tag = if d.retrans {
+                self.retx_tag(f, d.seq, retx)
             } else {
-                0
+                sto::CopyTag::default()
             };
-            let tag = self.flows[f as usize].sto.tag(d.seq, d.retrans, episode);
+            retx += d.retrans as usize;
             self.enqueue(
                 t,
                 first,
@@ -822,10 +822,19 @@ impl World {
                 },
             );
         }
-        debug_assert!(
-            episodes.next().is_none(),
-            "a retransmission without its segment"
-        );
+        if retx > 0 {
+            let log = &mut self.flows[f as usize].sender.sto.retx_episodes;
+            debug_assert_eq!(log.len(), retx, "a retransmission without its episode");
+            log.clear();
+        }
+    }
+
+    /// The tag of the `k`-th retransmission of this batch of flow slot `f` (`world/sto.rs`).
+    #[cold]
+    fn retx_tag(&mut self, f: u32, seq: u64, k: usize) -> sto::CopyTag {
+        let fl = &mut self.flows[f as usize];
+        let episode = fl.sender.sto.retx_episodes.get(k).copied().unwrap_or(0);
+        fl.sto.tag(seq, true, episode)
     }
 
     fn send_acks(&mut self, t: u64, f: u32, buf: &mut Vec<AckSeg>) {
@@ -892,7 +901,10 @@ impl World {
         let mut buf = std::mem::take(&mut self.data_buf);
         self.set_device_room(t, f);
         op(&mut self.flows[f as usize].sender, &mut buf);
-        self.sto_new_rtos(f);
+        let fl = &self.flows[f as usize];
+        if fl.sto.facts.len() != fl.sender.sto.rtos.len() {
+            self.sto_new_rtos(f);
+        }
         let wrote = !buf.is_empty();
         self.send_data(t, f, &mut buf);
         self.data_buf = buf;
@@ -901,6 +913,7 @@ impl World {
 
     /// Record the RTOs flow slot `f`'s sender took in its last call (before their
     /// retransmissions are tagged).
+    #[cold]
     fn sto_new_rtos(&mut self, f: u32) {
         let fl = &mut self.flows[f as usize];
         while fl.sto.facts.len() < fl.sender.sto.rtos.len() {
