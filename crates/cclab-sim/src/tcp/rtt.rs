@@ -109,7 +109,8 @@ impl Sender {
 
     /// `tcp_set_rto` + `tcp_bound_rto`: RTO = srtt + rttvar, in whole jiffies, at most rto_max.
     /// With `rto_min_mode = "rfc6298"`: RTO = max(rto_min, SRTT + max(G, 4 RTTVAR)), G one
-    /// jiffy (RFC 6298 2.3, 2.4), in whole jiffies, at most rto_max.
+    /// jiffy (RFC 6298 2.3, 2.4), in whole jiffies, at most rto_max. (RFC 4015's adapted timer,
+    /// `sto_adapt_rto`, is set through the same fields, so the same rule.)
     pub(crate) fn set_rto(&mut self) {
         let srtt_us = (self.tp.srtt_us >> 3) as u64;
         let us = match self.cfg.rto_min_mode {
@@ -166,7 +167,10 @@ impl Sender {
             return ca_rtt_us;
         }
         self.update_rtt_min(ca_rtt_us);
-        self.rtt_estimator(seq_rtt_us);
+        let sent_us = self.tp.tcp_mstamp_us.saturating_sub(seq_rtt_us as u64);
+        if !self.sto_adapt_rto(seq_rtt_us, sent_us) {
+            self.rtt_estimator(seq_rtt_us);
+        }
         self.set_rto();
         // RFC 6298: only reset backoff on valid RTT measurement.
         self.icsk_backoff = 0;

@@ -10,13 +10,17 @@
 //! The response to a detected timeout, in place of `tcp_undo_cwnd_reduction`'s restore:
 //! - `linux`: Linux's own (`tcp_undo_cwnd_reduction`: cwnd = the algorithm's `undo_cwnd`,
 //!   ssthresh = max(ssthresh, prior_ssthresh)); the default.
-//! - `eifel`: RFC 4015 section 3.1 step (6), "reversing the congestion control state":
-//!   cwnd = FlightSize + min(bytes_acked, IW), ssthresh = pipe_prev, where pipe_prev =
-//!   max(FlightSize, ssthresh) taken before the timeout changed them (its step (0)); nothing if
-//!   the ACK carries ECE. In packets: FlightSize is `tcp_packets_in_flight` after the ACK,
-//!   bytes_acked the segments this ACK newly acked, IW `initial_cwnd_pkts`. Its step (5),
-//!   resuming with unsent data, is what Linux's undo already does (the lost marks go, so new
-//!   data goes out, not go-back-N). Not done: its RTO adaptation (SRTT_prev, RTTVAR_prev).
+//! - `eifel`: RFC 4015's Eifel response (section 3.1; the RFC's own text was not at hand here,
+//!   its steps are taken as other implementations quote them). Before the timeout changes
+//!   them: pipe_prev = max(FlightSize, ssthresh), SRTT_prev = SRTT + 2G, RTTVAR_prev = RTTVAR.
+//!   On detection, "reversing the congestion control state": cwnd = FlightSize +
+//!   min(bytes_acked, IW), ssthresh = pipe_prev; nothing if the ACK carries ECE. In packets:
+//!   FlightSize is `tcp_packets_in_flight` after the ACK, bytes_acked the segments this ACK
+//!   newly acked, IW `initial_cwnd_pkts`. "Resume with previously unsent data" is what Linux's
+//!   undo already does (the lost marks go, so new data goes out, not go-back-N). Then the
+//!   timer: on the first RTT sample of data sent after the timeout, m: SRTT = max(SRTT_prev,
+//!   m), RTTVAR = max(RTTVAR_prev, m/2), RTO = SRTT + max(G, 4 RTTVAR) (G one jiffy; bounded and
+//!   rounded as `set_rto` does), in place of the estimator's update for that sample.
 //! - `rfc2861`: the S3 paper's "RFC 2861-like" response (its Table 2): cwnd unchanged by the
 //!   timeout (back to the cwnd before it), ssthresh halved (the timeout's value stands).
 //! - `reno`: no detection and no response (the paper's "TCP Reno"): the timeout leaves no undo
@@ -69,6 +73,13 @@ pub struct StoState {
     pub(crate) pipe_prev_pkts: u32,
     /// Segments the ACK being processed newly acked (RFC 4015's bytes_acked, in segments).
     pub(crate) acked_pkts: u32,
+    /// RFC 4015's SRTT_prev (SRTT + 2G), us, and 4 RTTVAR_prev, us, at the last timeout that
+    /// began an episode, and when it fired (`tcp_mstamp`, us).
+    pub(crate) srtt_prev_us: u64,
+    pub(crate) rttvar4_prev_us: u64,
+    pub(crate) rto_at_us: u64,
+    /// The Eifel response waits for the first RTT sample of data sent after the timeout.
+    pub(crate) adapt_rto: bool,
     /// For each retransmission written since the world last took them, in order: the RTO
     /// episode that sent it (the 1-based id of the RTO whose Loss state it was sent in; 0 out
     /// of Loss). The world tags the packets with them (`world/sto.rs`).
@@ -110,8 +121,12 @@ impl Sender {
         let id = self.sto.rtos.len().saturating_sub(1);
         if new_episode {
             self.sto.undo_owner.clear();
-            // RFC 4015 step (0): pipe_prev <- max(FlightSize, ssthresh).
+            // RFC 4015: pipe_prev <- max(FlightSize, ssthresh); SRTT_prev <- SRTT + 2G;
+            // RTTVAR_prev <- RTTVAR (`rttvar_us` is 4 RTTVAR in both estimators' fixed point).
             self.sto.pipe_prev_pkts = prior_in_flight.max(prior_ssthresh);
+            self.sto.srtt_prev_us = (self.tp.srtt_us >> 3) as u64 + 2 * self.jiffies_to_us(1);
+            self.sto.rttvar4_prev_us = self.tp.rttvar_us as u64;
+            self.sto.rto_at_us = self.tp.tcp_mstamp_us;
         }
         if self.cfg.sto_response == StoResponse::Reno {
             self.undo_marker = None;
@@ -150,7 +165,8 @@ impl Sender {
 
     /// The response to a detected timeout, where `tcp_undo_cwnd_reduction` restores cwnd and
     /// ssthresh (called only when the undo ends a timeout's episode and the response is not
-    /// Linux's). `prior_ssthresh` 0 means an ECE forbade the undo (RFC 4015: step DONE).
+    /// Linux's). `prior_ssthresh` 0 means an ECE forbade the undo (RFC 4015: done, nothing
+    /// restored).
     pub(crate) fn sto_respond(&mut self) {
         if self.tp.prior_ssthresh == 0 {
             return;
@@ -162,6 +178,7 @@ impl Sender {
                 self.tp.set_cwnd(cwnd.max(1));
                 self.tp.snd_ssthresh = self.sto.pipe_prev_pkts;
                 self.ecn_withdraw_cwr();
+                self.sto.adapt_rto = true;
             }
             StoResponse::Rfc2861 => {
                 let cwnd = self.tp.prior_cwnd.max(1);
@@ -178,6 +195,25 @@ impl Sender {
             self.sto.acked_pkts
         );
         self.event(SenderEvent::StoResponse, detail);
+    }
+
+    /// RFC 4015's timer adaptation, given an RTT sample `m_us` of data sent `sent_us` (the
+    /// `tcp_ack_update_rtt` sample): true when it took the sample in place of the estimator.
+    pub(crate) fn sto_adapt_rto(&mut self, m_us: i64, sent_us: u64) -> bool {
+        if !self.sto.adapt_rto || sent_us < self.sto.rto_at_us {
+            return false;
+        }
+        self.sto.adapt_rto = false;
+        let m = m_us.max(1) as u64;
+        let srtt = self.sto.srtt_prev_us.max(m);
+        let rttvar4 = self.sto.rttvar4_prev_us.max(2 * m); // 4 max(RTTVAR_prev, m/2)
+        let tp = &mut self.tp;
+        tp.srtt_us = (srtt << 3).min(u32::MAX as u64) as u32;
+        tp.mdev_us = rttvar4.min(u32::MAX as u64) as u32;
+        tp.mdev_max_us = tp.mdev_us;
+        tp.rttvar_us = tp.mdev_us;
+        self.rtt_seq = tp.snd_nxt;
+        true
     }
 
     /// At the end of the run: mark the timeouts whose episode is still open.
@@ -215,5 +251,39 @@ impl StoResponse {
             StoResponse::Rfc2861 => "rfc2861",
             StoResponse::Reno => "reno",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::tcp::tests_support::Setup;
+
+    /// RFC 4015's timer after a detected STO: SRTT_prev = 300 + 2G (G = 1 ms at HZ 1000),
+    /// 4 RTTVAR_prev = 200 ms; the first sample m = 250 ms of data sent after the timeout gives
+    /// SRTT = max(302, 250) = 302, 4 RTTVAR = max(200, 2 x 250) = 500, RTO = 802 ms. A sample
+    /// of data sent before the timeout does not count, and only the first one after it does.
+    #[test]
+    fn eifel_response_adapts_the_timer_once() {
+        let mut s = Setup::default().sender();
+        s.set_now(10_000_000_000);
+        s.sto.srtt_prev_us = 302_000;
+        s.sto.rttvar4_prev_us = 200_000;
+        s.sto.rto_at_us = s.tp.tcp_mstamp_us - 100_000;
+        s.sto.adapt_rto = true;
+        s.ack_update_rtt(true, 250_000, -1, 250_000, None); // sent before the timeout
+        assert!(s.sto.adapt_rto);
+        s.ack_update_rtt(true, 50_000, -1, 50_000, None);
+        assert!(!s.sto.adapt_rto);
+        assert_eq!((s.tp.srtt_us >> 3, s.tp.rttvar_us), (302_000, 200_000));
+        assert_eq!(s.tp.icsk_rto_us, 502_000);
+        let mut s = Setup::default().sender();
+        s.set_now(10_000_000_000);
+        s.sto.srtt_prev_us = 302_000;
+        s.sto.rttvar4_prev_us = 200_000;
+        s.sto.rto_at_us = s.tp.tcp_mstamp_us - 300_000;
+        s.sto.adapt_rto = true;
+        s.ack_update_rtt(true, 250_000, -1, 250_000, None);
+        assert_eq!((s.tp.srtt_us >> 3, s.tp.rttvar_us), (302_000, 500_000));
+        assert_eq!(s.tp.icsk_rto_us, 802_000);
     }
 }
