@@ -95,6 +95,43 @@ fn undetected_spike_counts_the_go_back_n_retransmissions() {
     assert!(frto.flow_stats[0].spurious_retrans_pkts < st.spurious_retrans_pkts);
 }
 
+/// The paper's first reason (its Table 4): the transfer's last segments are held by the spike,
+/// so after the timeout F-RTO has no new data to send and gives up (`fin`); without timestamps
+/// or D-SACKs nothing else detects it. With D-SACKs it is detected late, F-RTO's give-up kept.
+#[test]
+fn a_short_transfer_caught_by_the_spike_is_undetected_for_want_of_new_data() {
+    let short = |dsack: bool| {
+        Dumbbell::new(2_000_000, 300.0)
+            .queue_pkts(1000)
+            .duration_s(20.0)
+            .delay_spike(10.0, 0.05, 1200.0)
+            .flow(
+                reno(true, false)
+                    .tlp(false)
+                    .start_s(9.99)
+                    .size_bytes(10 * 1448)
+                    .field("dsack_undo", dsack),
+            )
+            .run()
+    };
+    let out = short(false);
+    let st = &out.flow_stats[0];
+    assert_eq!(
+        (st.rto_count, st.sto_count, st.sto_detected),
+        (1, 1, 0),
+        "{st:?}"
+    );
+    let d = &sto_rows(&out)[0].1;
+    assert_eq!(field(d, "undetected"), "fin", "{d}");
+    let out = short(true);
+    let d = &sto_rows(&out)[0].1;
+    assert_eq!(
+        (field(d, "detected"), field(d, "frto_abort")),
+        ("dsack", "fin"),
+        "{d}"
+    );
+}
+
 /// cwnd and ssthresh after the detected STO, per response (Reno: the window was 40 and
 /// ssthresh infinite before the spike; the timeout sets ssthresh = 20).
 #[test]

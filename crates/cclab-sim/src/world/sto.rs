@@ -237,9 +237,11 @@ impl super::FlowSlot {
 
     /// One events row per RTO, kind `sto`, at the RTO's time, written when the run ends (when
     /// every fact is final): detail `seq=<n> spurious=<yes|no> detected=<frto|eifel|dsack|
-    /// no_retrans|none> unneeded_pkts=<n> undetected=<reason|->`, the reason (for an
-    /// undetected spurious RTO only) one of `fin`, `no_window`, `dupack`, `timestamps_off`,
-    /// `detection_off`, `run_end`, `other` (docs/design.md, trace schema).
+    /// no_retrans|none> unneeded_pkts=<n> undetected=<reason|-> frto_abort=<why|->`, the
+    /// reason (for an undetected spurious RTO only) one of `fin`, `no_window`, `dupack`,
+    /// `timestamps_off`, `detection_off`, `run_end`, `other`, and `frto_abort` why F-RTO gave
+    /// up on it (`fin`, `no_window`, `dupack`) even when another detector then proved it
+    /// (the paper's Table 4 counts F-RTO's failures) (docs/scenario.md).
     pub(super) fn sto_rows(&self, events: &mut crate::trace::EventTrace) {
         for (rec, f) in self.sender.sto.rtos.iter().zip(&self.sto.facts) {
             let spurious = f.spurious == Some(true);
@@ -255,11 +257,12 @@ impl super::FlowSlot {
                 "other"
             };
             let mut detail = format!(
-                "seq={} spurious={} detected={} unneeded_pkts={} undetected={why}",
+                "seq={} spurious={} detected={} unneeded_pkts={} undetected={why} frto_abort={}",
                 rec.seq,
                 if spurious { "yes" } else { "no" },
                 rec.detector.unwrap_or("none"),
-                f.unneeded_pkts
+                f.unneeded_pkts,
+                rec.frto_abort.unwrap_or("-")
             );
             if let Some((_, k)) = self.conn {
                 detail.push_str(&format!(" subflow={k}"));
