@@ -119,11 +119,19 @@ impl Sender {
         prior_ssthresh: u32,
     ) {
         let id = self.sto.rtos.len().saturating_sub(1);
-        if new_episode {
+        let joins_recovery = !new_episode && self.sto.undo_owner.is_empty();
+        if new_episode || joins_recovery {
             self.sto.undo_owner.clear();
-            // RFC 4015: pipe_prev <- max(FlightSize, ssthresh); SRTT_prev <- SRTT + 2G;
-            // RTTVAR_prev <- RTTVAR (`rttvar_us` is 4 RTTVAR in both estimators' fixed point).
-            self.sto.pipe_prev_pkts = prior_in_flight.max(prior_ssthresh);
+            // RFC 4015: pipe_prev <- max(FlightSize, ssthresh) before loss recovery changed
+            // them: before this timeout, or, when it comes inside a fast recovery whose undo
+            // state it shares, before that recovery (its prior_cwnd and prior_ssthresh).
+            self.sto.pipe_prev_pkts = if new_episode {
+                prior_in_flight.max(prior_ssthresh)
+            } else {
+                self.tp.prior_cwnd.max(self.tp.prior_ssthresh)
+            };
+            // SRTT_prev <- SRTT + 2G; RTTVAR_prev <- RTTVAR (`rttvar_us` is 4 RTTVAR in both
+            // estimators' fixed point).
             self.sto.srtt_prev_us = (self.tp.srtt_us >> 3) as u64 + 2 * self.jiffies_to_us(1);
             self.sto.rttvar4_prev_us = self.tp.rttvar_us as u64;
             self.sto.rto_at_us = self.tp.tcp_mstamp_us;
