@@ -779,6 +779,7 @@ impl Sender {
         self.tp.rx_saw_tstamp = self.cfg.timestamps;
         self.tp.rx_rcv_tsval = a.tsval;
         self.tp.rx_rcv_tsecr = a.tsecr;
+        self.sto.acked_pkts = 0;
         if ack < prior_snd_una {
             // tcp_ack's old_ack: if data was SACKed, tag it and see if we should send more
             // data; if data was D-SACKed, see if we can undo a cwnd reduction. (6.18 does not
