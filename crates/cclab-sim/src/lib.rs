@@ -73,6 +73,14 @@ pub struct FlowStats {
     pub spurious_rto_count: u64,
     /// Window reductions undone by any detector (each an `undo` event).
     pub undo_count: u64,
+    /// Spurious RTOs by ground truth: the segment an RTO retransmitted had not been lost (it
+    /// had reached the receiver, or was still queued or in flight). One `sto` event each RTO.
+    pub sto_count: u64,
+    /// Of those, the ones a detector proved spurious (F-RTO, timestamps or D-SACKs: an undo
+    /// ended their episode).
+    pub sto_detected: u64,
+    /// Retransmissions of the spurious RTOs' episodes that the receiver got twice.
+    pub spurious_retrans_pkts: u64,
     /// Tail loss probes sent.
     pub tlp_count: u64,
     /// Window reductions by entering CWR (an ECE ACK or a local drop).

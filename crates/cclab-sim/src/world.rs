@@ -19,6 +19,7 @@ use crate::{RunOutput, SimError};
 use cclab_net::medium::Medium;
 
 mod mptcp_glue;
+mod sto;
 
 /// Bytes of a SYN or SYN-ACK on the wire (20 B IPv4 + 40 B TCP with MSS, SACK, TS, WS options).
 const SYN_BYTES: u64 = 60;
@@ -44,6 +45,8 @@ pub struct Packet {
     /// Bytes on the wire (headers included).
     pub wire: u32,
     pub seg: Segment,
+    /// A data segment's copy number and RTO episode (`world/sto.rs`); default otherwise.
+    tag: sto::CopyTag,
 }
 
 impl NetPacket for Packet {
@@ -106,6 +109,8 @@ struct FlowSlot {
     local_drops_seen: u64,
     /// A Multipath TCP subflow: (its connection in `World::conns`, its index k there).
     conn: Option<(u32, u8)>,
+    /// Ground truth of its RTOs (`world/sto.rs`).
+    sto: sto::StoBook,
 }
 
 /// A UDP flow: its application at each end.
@@ -373,6 +378,10 @@ impl World {
                         rto_min_us: (f.rto_min_ms * 1000.0).round() as u64,
                         rto_initial_us: (f.rto_initial_ms * 1000.0).round() as u64,
                         rto_max_us: (f.rto_max_ms * 1000.0).round() as u64,
+                        rto_min_mode: f.rto_min_mode,
+                        eifel_detection: f.eifel_detection,
+                        dsack_undo: f.dsack_undo,
+                        sto_response: f.sto_response,
                         // A subflow sends only what its connection maps to it (crate::mptcp).
                         size_bytes: if mptcp { 0 } else { size_bytes },
                         hz,
@@ -445,6 +454,7 @@ impl World {
                     local_drops_seen: 0,
                     device,
                     conn: mptcp.then_some((conns.len() as u32, k as u8)),
+                    sto: Default::default(),
                 });
             }
             if mptcp {
@@ -662,6 +672,7 @@ impl World {
     }
 
     /// Put `p` on the link at its current hop, or deliver it at the end of its path.
+    #[inline(always)]
     fn forward(&mut self, t: u64, mut p: Packet) {
         p.hop += 1;
         let fi = p.flow as usize;
@@ -673,7 +684,10 @@ impl World {
         match p.seg {
             Segment::Data(d) => {
                 let mut buf = std::mem::take(&mut self.ack_buf);
-                self.flows[fi].receiver.on_data(t, &d, &mut buf);
+                let fl = &mut self.flows[fi];
+                let dup = fl.receiver.holds(d.seq);
+                fl.sto.on_arrival(d.seq, p.tag, dup);
+                fl.receiver.on_data(t, &d, &mut buf);
                 if self.flows[fi].conn.is_some() {
                     self.mptcp_delivered(t, p.flow, &mut buf);
                 }
@@ -719,7 +733,11 @@ impl World {
     /// seq=<seq, ack, or the datagram's number>`.
     fn log_drop(&mut self, t: u64, l: u32, d: Dropped<Packet>) {
         let (kind, seq, id) = match d.pkt.seg {
-            Segment::Data(s) => ("drop", s.seq, self.flows[d.pkt.flow as usize].id),
+            Segment::Data(s) => {
+                let fl = &mut self.flows[d.pkt.flow as usize];
+                fl.sto.on_drop(s.seq, d.pkt.tag);
+                ("drop", s.seq, fl.id)
+            }
             Segment::Ack(a) => ("ack_drop", a.ack, self.flows[d.pkt.flow as usize].id),
             Segment::Udp(u) => {
                 let slot = &mut self.udp[d.pkt.flow as usize];
@@ -782,8 +800,15 @@ impl World {
                 .map_or(0, |_| crate::mptcp::DSS_DATA_BYTES);
         let route = self.flows[f as usize].fwd_route;
         let first = self.routes[route as usize][0];
+        let mut retx = 0usize;
         for d in buf.drain(..) {
             let wire = d.len + HEADER_BYTES + ts;
+            let tag = if d.retrans {
+                self.retx_tag(f, d.seq, retx)
+            } else {
+                sto::CopyTag::default()
+            };
+            retx += d.retrans as usize;
             self.enqueue(
                 t,
                 first,
@@ -793,9 +818,23 @@ impl World {
                     hop: 0,
                     wire,
                     seg: Segment::Data(d),
+                    tag,
                 },
             );
         }
+        if retx > 0 {
+            let log = &mut self.flows[f as usize].sender.sto.retx_episodes;
+            debug_assert_eq!(log.len(), retx, "a retransmission without its episode");
+            log.clear();
+        }
+    }
+
+    /// The tag of the `k`-th retransmission of this batch of flow slot `f` (`world/sto.rs`).
+    #[cold]
+    fn retx_tag(&mut self, f: u32, seq: u64, k: usize) -> sto::CopyTag {
+        let fl = &mut self.flows[f as usize];
+        let episode = fl.sender.sto.retx_episodes.get(k).copied().unwrap_or(0);
+        fl.sto.tag(seq, true, episode)
     }
 
     fn send_acks(&mut self, t: u64, f: u32, buf: &mut Vec<AckSeg>) {
@@ -826,6 +865,7 @@ impl World {
                     hop: 0,
                     wire,
                     seg: Segment::Ack(a),
+                    tag: Default::default(),
                 },
             );
         }
@@ -861,10 +901,26 @@ impl World {
         let mut buf = std::mem::take(&mut self.data_buf);
         self.set_device_room(t, f);
         op(&mut self.flows[f as usize].sender, &mut buf);
+        let fl = &self.flows[f as usize];
+        if fl.sto.facts.len() != fl.sender.sto.rtos.len() {
+            self.sto_new_rtos(f);
+        }
         let wrote = !buf.is_empty();
         self.send_data(t, f, &mut buf);
         self.data_buf = buf;
         wrote
+    }
+
+    /// Record the RTOs flow slot `f`'s sender took in its last call (before their
+    /// retransmissions are tagged).
+    #[cold]
+    fn sto_new_rtos(&mut self, f: u32) {
+        let fl = &mut self.flows[f as usize];
+        while fl.sto.facts.len() < fl.sender.sto.rtos.len() {
+            let seq = fl.sender.sto.rtos[fl.sto.facts.len()].seq;
+            let holds = fl.receiver.holds(seq);
+            fl.sto.on_rto(seq, holds);
+        }
     }
 
     /// Flow slot `f`'s sender starts: its handshake's RTT sample, then its first window.
@@ -921,6 +977,7 @@ impl World {
                 hop: 0,
                 wire: d.len + UDP_IP_HEADER_BYTES,
                 seg: Segment::Udp(d),
+                tag: Default::default(),
             };
             self.enqueue(t, first, p);
         }
@@ -950,6 +1007,7 @@ impl World {
                         hop: 0,
                         wire: count_bytes,
                         seg: Segment::Ack(AckSeg::default()),
+                        tag: Default::default(),
                     };
                     self.enqueue_beacon(t, e, port, relay as usize, beacon);
                 }
@@ -1089,8 +1147,12 @@ impl World {
         tr.below_tcp_bytes.push(s.below.wmem_bytes);
     }
 
-    fn finish(self) -> RunOutput {
+    fn finish(mut self) -> RunOutput {
         let end_ns = self.duration_ns;
+        for fl in &mut self.flows {
+            fl.sto_finish();
+            fl.sto_rows(&mut self.events);
+        }
         let mut flow_stats: Vec<(u32, crate::FlowStats)> = self
             .flows
             .iter()
@@ -1099,6 +1161,7 @@ impl World {
                 let end = fl.receiver.completion_ns.unwrap_or(end_ns);
                 let secs = end.saturating_sub(fl.start_ns) as f64 * 1e-9;
                 let delivered = fl.receiver.delivered_bytes;
+                let sto = fl.sto_counts();
                 let stats = crate::FlowStats {
                     flow: fl.name.clone(),
                     goodput_bps: if secs > 0.0 {
@@ -1112,6 +1175,9 @@ impl World {
                     fast_retransmit_count: fl.sender.stats.fast_retransmit_count,
                     spurious_rto_count: fl.sender.stats.spurious_rto_count,
                     undo_count: fl.sender.stats.undo_count,
+                    sto_count: sto.sto_count,
+                    sto_detected: sto.sto_detected,
+                    spurious_retrans_pkts: sto.spurious_retrans_pkts,
                     tlp_count: fl.sender.stats.tlp_count,
                     cwr_count: fl.sender.stats.cwr_count,
                     local_drop_count: fl.sender.below.local_drops,
@@ -1176,6 +1242,9 @@ fn udp_flow_stats(u: &UdpSlot) -> crate::FlowStats {
         fast_retransmit_count: 0,
         spurious_rto_count: 0,
         undo_count: 0,
+        sto_count: 0,
+        sto_detected: 0,
+        spurious_retrans_pkts: 0,
         tlp_count: 0,
         cwr_count: 0,
         local_drop_count: 0,

@@ -27,7 +27,7 @@ __all__ = ["run_sweep", "run_one", "SweepResult", "path_mac"]
 
 #: Per-flow summary fields copied into a run's row.
 FLOW_METRICS = ("goodput_bps", "sent_pkts", "retrans_pkts", "rto_count", "fast_retransmit_count", "spurious_rto_count",
-                "undo_count", "mean_cwnd_pkts", "mean_srtt_ms")
+                "undo_count", "sto_count", "sto_detected", "spurious_retrans_pkts", "mean_cwnd_pkts", "mean_srtt_ms")
 
 
 #: A UDP flow's summary fields copied into a run's row, as udp_<name>.
