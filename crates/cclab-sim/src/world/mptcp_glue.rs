@@ -254,6 +254,8 @@ impl World {
             acks_sent: sum(&|f| f.receiver.acks_sent),
             start_s: c.start_ns as f64 * 1e-9,
             completion_s: c.completion_ns.map(|t| t as f64 * 1e-9),
+            // Subflow 0 starts established (no handshake exchanged for Multipath TCP).
+            established_s: Some(c.start_ns as f64 * 1e-9),
             udp: None,
             subflows: Some(subflows),
         }
