@@ -415,7 +415,7 @@ impl Listener {
                     return None;
                 }
                 self.last_oow_ns = Some(now_ns);
-                self.ts_recent = seg.tsval;
+                // req->ts_recent stays the first SYN's: the SYN-ACK echoes it again.
                 self.num_retrans += 1;
                 if self.timer_ns.is_some() {
                     let when = self.reqsk_timeout_us();
