@@ -436,15 +436,22 @@ impl World {
                 if k == 0 {
                     join_ns = conn_start_ns + syn_rtt_ns;
                 }
-                q.push(start_ns, Event::AppStart(flows.len() as u32));
-                // Multipath TCP keeps the modelled handshake (docs/scenario.md, `handshake`).
-                let hs = (f.handshake && !mptcp).then(|| {
+                // With the handshake a later subflow starts when subflow 0 is established.
+                if k == 0 || !f.handshake {
+                    q.push(start_ns, Event::AppStart(flows.len() as u32));
+                }
+                let hs = f.handshake.then(|| {
                     Box::new(handshake_glue::Handshake::new(
                         f.sack,
                         f.timestamps,
                         hz,
                         (f.rto_initial_ms * 1000.0).round() as u64,
                         (f.rto_max_ms * 1000.0).round() as u64,
+                        mptcp.then_some(if k == 0 {
+                            handshake_glue::MptcpOption::Capable
+                        } else {
+                            handshake_glue::MptcpOption::Join
+                        }),
                     ))
                 });
                 flows.push(FlowSlot {
@@ -571,10 +578,10 @@ impl World {
                 Event::LinkArrival(l) => self.on_link_arrival(t, l),
                 Event::SenderTimer(f) => self.on_sender_timer(t, f),
                 Event::ReceiverTimer(f) => self.on_receiver_timer(t, f),
+                Event::AppStart(f) if self.flows[f as usize].hs.is_some() => self.hs_connect(t, f),
                 Event::AppStart(f) if self.flows[f as usize].conn.is_some() => {
                     self.mptcp_start(t, f)
                 }
-                Event::AppStart(f) if self.flows[f as usize].hs.is_some() => self.hs_connect(t, f),
                 Event::AppStart(f) => {
                     self.start_sender(t, f);
                     self.after_sender(t, f, false);
@@ -755,8 +762,12 @@ impl World {
                     d.reason.name(),
                     h.kind.name()
                 );
-                let id = self.flows[d.pkt.flow as usize].id as i32;
-                self.events.push(t, id, "handshake_drop", detail);
+                let fl = &self.flows[d.pkt.flow as usize];
+                let detail = match fl.conn {
+                    Some((_, k)) => format!("{detail} subflow={k}"),
+                    None => detail,
+                };
+                self.events.push(t, fl.id as i32, "handshake_drop", detail);
                 return;
             }
             Segment::Data(s) => ("drop", s.seq, self.flows[d.pkt.flow as usize].id),
@@ -872,15 +883,15 @@ impl World {
     }
 
     fn on_sender_timer(&mut self, t: u64, f: u32) {
-        if self.flows[f as usize].conn.is_some() {
-            return self.mptcp_on_timer(t, f);
-        }
         if self.flows[f as usize]
             .hs
             .as_ref()
             .is_some_and(|h| h.sender_connecting())
         {
             return self.hs_on_sender_timer(t, f);
+        }
+        if self.flows[f as usize].conn.is_some() {
+            return self.mptcp_on_timer(t, f);
         }
         self.drive_sender(t, f, |s, buf| s.on_timer(t, buf));
         self.after_sender(t, f, false);
@@ -914,11 +925,15 @@ impl World {
         wrote
     }
 
-    /// Flow slot `f`'s sender starts: its handshake's RTT sample, then its first window.
+    /// Flow slot `f`'s sender starts: without a handshake its idle-path RTT sample first (with
+    /// one, `Sender::init_transfer` took the handshake's), then its first window.
     fn start_sender(&mut self, t: u64, f: u32) {
         let syn_rtt_us = self.flows[f as usize].syn_rtt_ns / 1000;
+        let sample = self.flows[f as usize].hs.is_none();
         self.drive_sender(t, f, |s, buf| {
-            s.syn_rtt_sample(t, syn_rtt_us);
+            if sample {
+                s.syn_rtt_sample(t, syn_rtt_us);
+            }
             s.on_start(t, buf);
         });
     }

@@ -2,7 +2,9 @@
 //! ACK travel the flow's routes as packets (queued, lost, delayed like any other), the
 //! connecting side's SYN timer and the listener's SYN-ACK timer use the flow's sender and
 //! receiver timer slots until each side is established, and the data starts at once after the
-//! ACK. Events: `syn`, `syn_retrans`, `synack_retrans`, `established` (one per side),
+//! ACK. A Multipath TCP connection's subflow 0 opens with MP_CAPABLE; its other subflows start
+//! their MP_JOIN handshakes when subflow 0 is established, and join the connection when their
+//! own is. Events: `syn`, `syn_retrans`, `synack_retrans`, `established` (one per side),
 //! `connect_failed`, and `handshake_drop` for a handshake segment a link dropped.
 
 use super::{Packet, World};
@@ -19,28 +21,51 @@ pub(super) struct Handshake {
     pub conn: Connector,
     /// The data receiver's request socket.
     pub listen: Listener,
-    /// Bytes on the wire of its SYN and SYN-ACK.
+    /// Bytes on the wire of its SYN, SYN-ACK and ACK.
     syn_wire: u32,
-    /// Bytes on the wire of its ACK.
+    synack_wire: u32,
     ack_wire: u32,
     /// When the sender was established (`connect()` returned), ns.
     pub established_ns: Option<u64>,
 }
 
+/// The Multipath TCP option a subflow's handshake carries (RFC 8684, Linux 6.18
+/// net/mptcp/protocol.h `TCPOLEN_MPTCP_*`): bytes on its SYN, SYN-ACK and ACK.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum MptcpOption {
+    /// Subflow 0: MP_CAPABLE (4, 12 with the listener's key, 20 with both keys).
+    Capable,
+    /// A later subflow: MP_JOIN (12, 16, 24).
+    Join,
+}
+
+impl MptcpOption {
+    fn bytes(self) -> [u32; 3] {
+        match self {
+            MptcpOption::Capable => [4, 12, 20],
+            MptcpOption::Join => [12, 16, 24],
+        }
+    }
+}
+
 impl Handshake {
-    /// A flow's handshake with its settings (`rto_initial_us` is `tcp_timeout_init` at both ends).
+    /// A flow's handshake with its settings (`rto_initial_us` is `tcp_timeout_init` at both
+    /// ends); `mptcp`: a Multipath TCP subflow's option.
     pub fn new(
         sack: bool,
         timestamps: bool,
         hz: u32,
         rto_initial_us: u64,
         rto_max_us: u64,
+        mptcp: Option<MptcpOption>,
     ) -> Self {
+        let [syn, synack, ack] = mptcp.map_or([0; 3], MptcpOption::bytes);
         Handshake {
             conn: Connector::new(timestamps, hz, rto_initial_us, rto_max_us),
             listen: Listener::new(timestamps, hz, rto_initial_us),
-            syn_wire: syn_wire_bytes(sack, timestamps),
-            ack_wire: ack_wire_bytes(timestamps),
+            syn_wire: syn_wire_bytes(sack, timestamps) + syn,
+            synack_wire: syn_wire_bytes(sack, timestamps) + synack,
+            ack_wire: ack_wire_bytes(timestamps) + ack,
             established_ns: None,
         }
     }
@@ -78,7 +103,8 @@ impl World {
     fn hs_send(&mut self, t: u64, f: u32, seg: HsSeg) {
         let hs = self.hs(f);
         let wire = match seg.kind {
-            HsKind::Syn | HsKind::SynAck => hs.syn_wire,
+            HsKind::Syn => hs.syn_wire,
+            HsKind::SynAck => hs.synack_wire,
             HsKind::Ack => hs.ack_wire,
         };
         let route = self.flows[f as usize].fwd_route + u32::from(seg.kind == HsKind::SynAck);
@@ -94,7 +120,13 @@ impl World {
     }
 
     fn hs_event(&mut self, t: u64, f: u32, kind: &'static str, detail: String) {
-        let id = self.flows[f as usize].id as i32;
+        let fl = &self.flows[f as usize];
+        let id = fl.id as i32;
+        let detail = match fl.conn {
+            // A subflow's events name it (docs/design.md, "Trace schema").
+            Some((_, k)) => format!("{detail} subflow={k}"),
+            None => detail,
+        };
         self.events.push(t, id, kind, detail);
     }
 
@@ -131,10 +163,16 @@ impl World {
                 }
                 if let Some(o) = opened {
                     self.hs(f).established_ns = Some(t);
-                    self.drive_sender(t, f, |s, buf| {
-                        s.init_transfer(t, &o);
-                        s.on_start(t, buf);
-                    });
+                    let conn = self.flows[f as usize].conn;
+                    if conn.is_some() {
+                        // The subflow joins its connection below (`mptcp_start`).
+                        self.flows[f as usize].sender.init_transfer(t, &o);
+                    } else {
+                        self.drive_sender(t, f, |s, buf| {
+                            s.init_transfer(t, &o);
+                            s.on_start(t, buf);
+                        });
+                    }
                     let tp = &self.flows[f as usize].sender.tp;
                     let srtt = if tp.srtt_us == 0 {
                         "none".to_string()
@@ -148,7 +186,22 @@ impl World {
                         o.total_retrans
                     );
                     self.hs_event(t, f, "established", detail);
-                    self.after_sender(t, f, false);
+                    match conn {
+                        Some((c, k)) => {
+                            self.mptcp_start(t, f);
+                            if k == 0 {
+                                // The path manager opens the other subflows now (MP_JOIN).
+                                let slots: Vec<u32> = self.conns[c as usize].subflows[1..]
+                                    .iter()
+                                    .map(|s| s.slot)
+                                    .collect();
+                                for s in slots {
+                                    self.q.push(t, Event::AppStart(s));
+                                }
+                            }
+                        }
+                        None => self.after_sender(t, f, false),
+                    }
                 }
             }
             HsKind::Ack => self.hs_receiver_established(t, f, "ack"),
