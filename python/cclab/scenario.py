@@ -106,7 +106,16 @@ class GilbertElliottLoss(_Strict):
     loss_bad: Prob = 1.0
 
 
-LossModel = Annotated[Union[NoLoss, BernoulliLoss, GilbertElliottLoss], Field(discriminator="kind")]
+class NthLoss(_Strict):
+    """Lose exactly these packets, by their number at the link's ingress (1 = the first packet it
+    is offered; on cclab-link, the first after the run's start): a reproducible single loss, such
+    as a connection's SYN, on both backends."""
+
+    kind: Literal["nth"]
+    pkts: list[Annotated[int, Field(ge=1)]] = Field(min_length=1, max_length=10_000)
+
+
+LossModel = Annotated[Union[NoLoss, BernoulliLoss, GilbertElliottLoss, NthLoss], Field(discriminator="kind")]
 
 
 # Queue disciplines (crates/cclab-net/src/qdisc; docs/scenario.md#queue-disciplines). A field left
@@ -575,7 +584,7 @@ class NetLink(Duplex):
 _TCP_ONLY = ("cc", "cc_params", "mss_bytes", "initial_cwnd_pkts", "max_cwnd_pkts", "rwnd_bytes", "sack",
              "timestamps", "delayed_ack", "frto", "tlp", "ack_counting", "rto_min_ms", "rto_initial_ms",
              "rto_max_ms", "rto_min_mode", "rto_profile", "eifel_detection", "dsack_undo", "sto_response",
-             "profile", "ecn", "reverse_path")
+             "profile", "ecn", "reverse_path", "handshake")
 
 
 class Flow(_Model):
@@ -606,6 +615,11 @@ class Flow(_Model):
     delayed_ack: bool = True
     frto: bool = True
     tlp: bool = True
+    #: The three-way handshake as packets (SYN, SYN-ACK, ACK; the data follows the ACK), as the
+    #: kernel does; false: the flow starts established at ``start_s``, its first RTT sample the idle
+    #: path's (the model before the handshake existed). Multipath
+    #: TCP connections keep the modelled handshake whatever this says (docs/scenario.md).
+    handshake: bool = True
     #: What one step of cwnd growth counts: "segments" acked (Linux 3.18 on, 6.18) or "acks"
     #: (one step per ACK whatever it acknowledges: Linux before 3.18, e.g. the S1 paper's 3.4
     #: phones; the kernel backend runs 6.18's rule and says so in the summary's deviations).

@@ -93,6 +93,11 @@ def test_parity_refuses_what_the_kernel_cannot_do(monkeypatch):
         run_kernel(_path(0.0, 5))
 
 
+def test_parity_refuses_a_flow_without_its_handshake():
+    problems = parity(load_scenario({**_path(0.0, 5), "flows": [{"cc": "cubic", "handshake": False}]}))
+    assert len(problems) == 1 and problems[0].startswith("flows[0].handshake = False: the kernel always"), problems
+
+
 def test_cubic_with_another_c_is_planned_as_cclab_cubic():
     flows = load_scenario({**_path(0.0, 5), "flows": [{"cc": "cubic-ios"}, {"cc": "cubic"},
                                                       {"cc": "cubic", "cc_params": {"c": 0.25, "beta": 0.8}}]}

@@ -1,4 +1,6 @@
-//! Random loss models, drawn once per packet at a link's ingress.
+//! Loss models, drawn once per packet at a link's ingress: random (Bernoulli, Gilbert-Elliott),
+//! or chosen packets by their ingress number (`nth`, for a reproducible single loss such as a
+//! connection's SYN, on the simulator and in cclab-link alike).
 
 use crate::error::NetError;
 use rand::Rng;
@@ -7,7 +9,8 @@ use serde::{Deserialize, Serialize};
 
 /// Which packets a link loses at random. In a scenario file:
 /// `{ kind = "bernoulli", p = 0.01 }` or
-/// `{ kind = "gilbert_elliott", p_good_bad = 0.01, p_bad_good = 0.3, loss_good = 0, loss_bad = 0.5 }`.
+/// `{ kind = "gilbert_elliott", p_good_bad = 0.01, p_bad_good = 0.3, loss_good = 0, loss_bad = 0.5 }`
+/// or `{ kind = "nth", pkts = [1] }`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LossModel {
@@ -32,7 +35,16 @@ pub enum LossModel {
         /// Loss probability in the Bad state, in [0, 1].
         loss_bad: f64,
     },
+    /// Lose exactly these packets, by ingress number (1 = the first packet offered since the
+    /// link was built, or since cclab-link's `start`); no random draw.
+    Nth {
+        /// Ingress numbers, each at least 1.
+        pkts: Vec<u64>,
+    },
 }
+
+/// The most entries `nth`'s `pkts` takes.
+pub const MAX_NTH_PKTS: usize = 10_000;
 
 impl LossModel {
     /// Check every probability is in [0, 1] (NaN is refused); the error names the field.
@@ -46,6 +58,23 @@ impl LossModel {
         };
         match *self {
             LossModel::None => Ok(()),
+            LossModel::Nth { ref pkts } => {
+                if pkts.len() > MAX_NTH_PKTS {
+                    return Err(NetError::invalid(
+                        "pkts",
+                        format!("{} entries", pkts.len()),
+                        &format!("at most {MAX_NTH_PKTS} packet numbers"),
+                    ));
+                }
+                match pkts.iter().find(|&&n| n == 0) {
+                    Some(_) => Err(NetError::invalid(
+                        "pkts",
+                        0,
+                        "packet numbers from 1 (the first packet the link is offered)",
+                    )),
+                    None => Ok(()),
+                }
+            }
             LossModel::Bernoulli { p } => check("p", p),
             LossModel::GilbertElliott {
                 p_good_bad,
@@ -63,10 +92,10 @@ impl LossModel {
 
     /// Long-run fraction of packets lost. For Gilbert-Elliott this is the stationary rate
     /// `(p_gb * loss_bad + p_bg * loss_good) / (p_gb + p_bg)` (or `loss_good` when the chain
-    /// never leaves its initial Good state).
+    /// never leaves its initial Good state); `nth` loses none in the long run.
     pub fn mean_loss(&self) -> f64 {
         match *self {
-            LossModel::None => 0.0,
+            LossModel::None | LossModel::Nth { .. } => 0.0,
             LossModel::Bernoulli { p } => p,
             LossModel::GilbertElliott {
                 p_good_bad,
@@ -91,6 +120,8 @@ pub struct Loss {
     model: LossModel,
     /// Gilbert-Elliott: in the Bad state.
     bad: bool,
+    /// `nth`: packets offered so far.
+    offered: u64,
     rng: ChaCha8Rng,
 }
 
@@ -101,6 +132,7 @@ impl Loss {
         Loss {
             model,
             bad: false,
+            offered: 0,
             rng,
         }
     }
@@ -109,6 +141,10 @@ impl Loss {
     pub fn drop_next(&mut self) -> bool {
         match self.model {
             LossModel::None => false,
+            LossModel::Nth { ref pkts } => {
+                self.offered += 1;
+                pkts.contains(&self.offered)
+            }
             LossModel::Bernoulli { p } => p > 0.0 && self.rng.random::<f64>() < p,
             LossModel::GilbertElliott {
                 p_good_bad,
@@ -200,6 +236,20 @@ mod tests {
         let mut l = Loss::new(ge(1.0, 1.0, 0.0, 1.0), stream(1, "t"));
         let got: Vec<bool> = (0..6).map(|_| l.drop_next()).collect();
         assert_eq!(got, [true, false, true, false, true, false]);
+    }
+
+    #[test]
+    fn nth_loses_exactly_the_numbered_packets() {
+        let mut l = Loss::new(LossModel::Nth { pkts: vec![1, 4] }, stream(1, "t"));
+        let got: Vec<bool> = (0..6).map(|_| l.drop_next()).collect();
+        assert_eq!(got, [true, false, false, true, false, false]);
+        let m: LossModel = serde_json::from_str(r#"{"kind": "nth", "pkts": [1]}"#).unwrap();
+        assert_eq!(m, LossModel::Nth { pkts: vec![1] });
+        let e = LossModel::Nth { pkts: vec![2, 0] }.validate().unwrap_err();
+        assert!(
+            matches!(e, NetError::InvalidField { ref field, .. } if field == "pkts"),
+            "{e}"
+        );
     }
 
     #[test]

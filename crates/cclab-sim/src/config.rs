@@ -213,6 +213,10 @@ pub struct FlowSpec {
     /// Tail loss probes (Linux `tcp_early_retrans` = 3); need SACK.
     #[serde(default = "yes")]
     pub tlp: bool,
+    /// The three-way handshake as packets (`crate::tcp::handshake`); false: the flow starts
+    /// established at `start_s` with the idle path's RTT as its first sample.
+    #[serde(default = "yes")]
+    pub handshake: bool,
     /// What one step of cwnd growth counts: acked segments (Linux 3.18 on) or ACKs (before).
     #[serde(default)]
     pub ack_counting: crate::tcp::sender::AckCounting,

@@ -89,8 +89,15 @@ pub struct FlowStats {
     pub local_drop_count: u64,
     pub sent_pkts: u64,
     pub acks_sent: u64,
+    /// When the flow's application started (`connect()`, or the first write without a
+    /// handshake), s.
     pub start_s: f64,
+    /// When the receiving application had every byte of a sized flow (None: bulk, or not by
+    /// the end), s of run time: `completion_s - start_s` includes the handshake.
     pub completion_s: Option<f64>,
+    /// When the sender was established (its SYN-ACK arrived; `start_s` for a flow without a
+    /// handshake; None for UDP, and for a connection never established), s of run time.
+    pub established_s: Option<f64>,
     /// A UDP flow's own results (None for TCP: the key is left out).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub udp: Option<udp::UdpStats>,

@@ -18,10 +18,12 @@ use crate::udp::{CbrSender, Transport, UdpReceiver, UdpStats, UDP_IP_HEADER_BYTE
 use crate::{RunOutput, SimError};
 use cclab_net::medium::Medium;
 
+mod handshake_glue;
 mod mptcp_glue;
 mod sto;
 
-/// Bytes of a SYN or SYN-ACK on the wire (20 B IPv4 + 40 B TCP with MSS, SACK, TS, WS options).
+/// Bytes of a SYN or SYN-ACK on the wire (20 B IPv4 + 40 B TCP with MSS, SACK, TS, WS options),
+/// for the idle-path RTT sample of a flow without a handshake.
 const SYN_BYTES: u64 = 60;
 use crate::agents::{Agents, Terminal};
 use crate::middleware::TerminalCounter;
@@ -57,7 +59,7 @@ impl NetPacket for Packet {
     fn ecn(&self) -> Ecn {
         match &self.seg {
             Segment::Data(d) => d.ecn,
-            Segment::Ack(_) | Segment::Udp(_) => Ecn::NotEct,
+            Segment::Ack(_) | Segment::Handshake(_) | Segment::Udp(_) => Ecn::NotEct,
         }
     }
     fn set_ce(&mut self) {
@@ -98,8 +100,11 @@ struct FlowSlot {
     /// Index in `World::routes` of the data direction's links; the ACKs' is the next one.
     fwd_route: u32,
     start_ns: u64,
-    /// Round-trip time of the handshake on the idle path, ns (see `Sender::syn_rtt_sample`).
+    /// Round-trip time of the handshake on the idle path, ns (see `Sender::syn_rtt_sample`):
+    /// the first RTT sample of a flow without a handshake.
     syn_rtt_ns: u64,
+    /// Its handshake (`flows[].handshake`, TCP only); None: it starts established.
+    hs: Option<Box<handshake_glue::Handshake>>,
     timestamps: bool,
     last_traced: Option<(u32, u32, u8)>,
     /// The sender's interface queue: its device, or its port's queue on the medium its data
@@ -440,7 +445,24 @@ impl World {
                 if k == 0 {
                     join_ns = conn_start_ns + syn_rtt_ns;
                 }
-                q.push(start_ns, Event::AppStart(flows.len() as u32));
+                // With the handshake a later subflow starts when subflow 0 is established.
+                if k == 0 || !f.handshake {
+                    q.push(start_ns, Event::AppStart(flows.len() as u32));
+                }
+                let hs = f.handshake.then(|| {
+                    Box::new(handshake_glue::Handshake::new(
+                        f.sack,
+                        f.timestamps,
+                        hz,
+                        (f.rto_initial_ms * 1000.0).round() as u64,
+                        (f.rto_max_ms * 1000.0).round() as u64,
+                        mptcp.then_some(if k == 0 {
+                            handshake_glue::MptcpOption::Capable
+                        } else {
+                            handshake_glue::MptcpOption::Join
+                        }),
+                    ))
+                });
                 flows.push(FlowSlot {
                     id: i as u32,
                     name: f.name.clone(),
@@ -449,6 +471,7 @@ impl World {
                     fwd_route,
                     start_ns,
                     syn_rtt_ns,
+                    hs,
                     timestamps: f.timestamps,
                     last_traced: None,
                     local_drops_seen: 0,
@@ -565,6 +588,7 @@ impl World {
                 Event::LinkArrival(l) => self.on_link_arrival(t, l),
                 Event::SenderTimer(f) => self.on_sender_timer(t, f),
                 Event::ReceiverTimer(f) => self.on_receiver_timer(t, f),
+                Event::AppStart(f) if self.flows[f as usize].hs.is_some() => self.hs_connect(t, f),
                 Event::AppStart(f) if self.flows[f as usize].conn.is_some() => {
                     self.mptcp_start(t, f)
                 }
@@ -619,7 +643,10 @@ impl World {
         }
         if self.mode == TraceMode::Interval {
             for f in 0..self.flows.len() {
-                if t >= self.flows[f].start_ns {
+                let fl = &self.flows[f];
+                // A flow with a handshake is traced once it is established (as the kernel
+                // backend samples a socket once connect() returned).
+                if t >= fl.start_ns && fl.hs.as_ref().is_none_or(|h| !h.sender_connecting()) {
                     self.record_flow(t, f as u32);
                 }
             }
@@ -683,6 +710,14 @@ impl World {
         // The end of its route: the flow's receiver (data) or sender (ACKs) takes it.
         match p.seg {
             Segment::Data(d) => {
+                if self.flows[fi]
+                    .hs
+                    .as_ref()
+                    .is_some_and(|h| h.receiver_waiting())
+                {
+                    // The ACK was lost: the first data segment (ACK flag set) establishes.
+                    self.hs_receiver_established(t, p.flow, "data");
+                }
                 let mut buf = std::mem::take(&mut self.ack_buf);
                 let fl = &mut self.flows[fi];
                 let dup = fl.receiver.holds(d.seq);
@@ -696,6 +731,7 @@ impl World {
                 self.after_receiver(p.flow);
             }
             Segment::Ack(a) if self.flows[fi].conn.is_some() => self.mptcp_on_ack(t, p.flow, &a),
+            Segment::Handshake(h) => self.hs_arrive(t, p.flow, h),
             Segment::Ack(a) => {
                 self.drive_sender(t, p.flow, |s, buf| s.on_ack(t, &a, buf));
                 self.after_sender(t, p.flow, true);
@@ -733,6 +769,21 @@ impl World {
     /// seq=<seq, ack, or the datagram's number>`.
     fn log_drop(&mut self, t: u64, l: u32, d: Dropped<Packet>) {
         let (kind, seq, id) = match d.pkt.seg {
+            Segment::Handshake(h) => {
+                let detail = format!(
+                    "link={} reason={} seg={}",
+                    self.links[l as usize].name,
+                    d.reason.name(),
+                    h.kind.name()
+                );
+                let fl = &self.flows[d.pkt.flow as usize];
+                let detail = match fl.conn {
+                    Some((_, k)) => format!("{detail} subflow={k}"),
+                    None => detail,
+                };
+                self.events.push(t, fl.id as i32, "handshake_drop", detail);
+                return;
+            }
             Segment::Data(s) => {
                 let fl = &mut self.flows[d.pkt.flow as usize];
                 fl.sto.on_drop(s.seq, d.pkt.tag);
@@ -872,6 +923,13 @@ impl World {
     }
 
     fn on_sender_timer(&mut self, t: u64, f: u32) {
+        if self.flows[f as usize]
+            .hs
+            .as_ref()
+            .is_some_and(|h| h.sender_connecting())
+        {
+            return self.hs_on_sender_timer(t, f);
+        }
         if self.flows[f as usize].conn.is_some() {
             return self.mptcp_on_timer(t, f);
         }
@@ -923,11 +981,15 @@ impl World {
         }
     }
 
-    /// Flow slot `f`'s sender starts: its handshake's RTT sample, then its first window.
+    /// Flow slot `f`'s sender starts: without a handshake its idle-path RTT sample first (with
+    /// one, `Sender::init_transfer` took the handshake's), then its first window.
     fn start_sender(&mut self, t: u64, f: u32) {
         let syn_rtt_us = self.flows[f as usize].syn_rtt_ns / 1000;
+        let sample = self.flows[f as usize].hs.is_none();
         self.drive_sender(t, f, |s, buf| {
-            s.syn_rtt_sample(t, syn_rtt_us);
+            if sample {
+                s.syn_rtt_sample(t, syn_rtt_us);
+            }
             s.on_start(t, buf);
         });
     }
@@ -1060,6 +1122,13 @@ impl World {
     }
 
     fn on_receiver_timer(&mut self, t: u64, f: u32) {
+        if self.flows[f as usize]
+            .hs
+            .as_ref()
+            .is_some_and(|h| h.receiver_waiting())
+        {
+            return self.hs_on_receiver_timer(t, f);
+        }
         let mut buf = std::mem::take(&mut self.ack_buf);
         self.flows[f as usize].receiver.on_timer(t, &mut buf);
         if self.flows[f as usize].conn.is_some() {
@@ -1185,6 +1254,10 @@ impl World {
                     acks_sent: fl.receiver.acks_sent,
                     start_s: fl.start_ns as f64 * 1e-9,
                     completion_s: fl.receiver.completion_ns.map(|c| c as f64 * 1e-9),
+                    established_s: match &fl.hs {
+                        Some(h) => h.established_ns.map(|e| e as f64 * 1e-9),
+                        None => Some(fl.start_ns as f64 * 1e-9),
+                    },
                     udp: None,
                     subflows: None,
                 };
@@ -1256,6 +1329,7 @@ fn udp_flow_stats(u: &UdpSlot) -> crate::FlowStats {
             .last_arrival_ns
             .filter(|_| done)
             .map(|t| t as f64 * 1e-9),
+        established_s: None,
         udp: Some(st),
         subflows: None,
     }

@@ -79,6 +79,7 @@ def parity(sc: Scenario) -> list[str]:
             ("delayed_ack", True, "the receiver's delayed ACKs cannot be turned off"),
             ("tlp", True, "tail loss probes cannot be turned off per flow"),
             ("rwnd_bytes", 0, "a fixed receive window is simulator-only"),
+            ("handshake", True, "the kernel always opens a connection with its handshake"),
         ):
             if f[key] != ok:
                 problems.append(f"{where}.{key} = {f[key]}: {msg}; use the simulator backend")
@@ -442,7 +443,7 @@ def _result(sc: Scenario, d: dict[str, Any], frames: dict[int, pd.DataFrame], to
             u = t["udp"]
             fsum.append({"flow": f["name"], "goodput_bps": u["receive_rate_bps"], "delivered_bytes": u["received_bytes"],
                          "retrans_pkts": 0, "rto_count": 0, "fast_retransmit_count": 0, "cwr_count": 0,
-                         "sent_pkts": u["sent_pkts"], "start_s": t["start_s"], "udp": u,
+                         "sent_pkts": u["sent_pkts"], "start_s": t["start_s"], "established_s": None, "udp": u,
                          "mean_cwnd_pkts": None, "mean_srtt_ms": None})
             continue
         kinds = events[events["flow"] == f["name"]]["kind"].value_counts() if len(events) else {}
@@ -459,7 +460,10 @@ def _result(sc: Scenario, d: dict[str, Any], frames: dict[int, pd.DataFrame], to
                      "fast_retransmit_count": int(kinds.get("fast_retransmit", 0)),
                      "cwr_count": int(kinds.get("cwr", 0)),  # sampled: reductions shorter than a sample are missed
                      "delivered_ce_pkts": int(t.get("delivered_ce", 0)),  # tcpi_delivered_ce
-                     "start_s": t["start_s"], "mean_cwnd_pkts": float(frames[k]["cwnd_pkts"].mean()),
+                     "start_s": t["start_s"],
+                     # when connect() returned, run time (traffic.py's connected_s counts from zero)
+                     "established_s": t.get("connected_s"),
+                     "mean_cwnd_pkts": float(frames[k]["cwnd_pkts"].mean()),
                      "mean_srtt_ms": float(frames[k]["srtt_ms"].mean()), **multipath})
     summary = {
         "cclab_version": version, "backend": "kernel", "seed": sc.seed, "scenario": sc.as_run(), "flows": fsum,

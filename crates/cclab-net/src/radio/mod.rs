@@ -106,6 +106,13 @@ impl RadioConfig {
         self.pdu_loss
             .validate()
             .map_err(|e| e.in_field("pdu_loss"))?;
+        if let LossModel::Nth { .. } = self.pdu_loss {
+            return Err(NetError::invalid(
+                "pdu_loss.kind",
+                "nth",
+                "none, bernoulli or gilbert_elliott (nth is for a link's loss_model)",
+            ));
+        }
         if self.rlc_retx_interval_ns == 0 {
             return Err(NetError::invalid("rlc_retx_interval_ns", 0, "more than 0"));
         }

@@ -128,7 +128,8 @@ impl Rlc {
     /// (updated to the retransmission's state): see the module doc.
     fn retx_lost(&mut self, bad: &mut bool) -> bool {
         match self.model {
-            LossModel::None => false,
+            // `nth` is refused for PDUs (`RadioConfig::validate`).
+            LossModel::None | LossModel::Nth { .. } => false,
             LossModel::Bernoulli { p } => p > 0.0 && self.retx_rng.random::<f64>() < p,
             LossModel::GilbertElliott {
                 p_good_bad,

@@ -211,7 +211,7 @@ fn a_one_path_connection_goes_as_fast_as_tcp_on_that_path() {
 }
 
 #[test]
-fn subflows_join_one_handshake_later_and_are_traced_apart() {
+fn subflows_join_after_the_first_is_established_and_are_traced_apart() {
     let out = go(&scenario(
         &[path(20_000_000, 40.0), path(20_000_000, 80.0)],
         vec![mptcp(2, json!({"start_s": 1.0}))],
@@ -225,11 +225,42 @@ fn subflows_join_one_handshake_later_and_are_traced_apart() {
             .map(|i| tr.t_s[i])
             .unwrap()
     };
+    // Each subflow is traced from its establishment: subflow 0's MP_CAPABLE handshake (40 ms of
+    // propagation plus the SYN's and SYN-ACK's serialisation), then subflow 1's MP_JOIN
+    // handshake on its 80 ms path, which starts when subflow 0 is established.
+    let established = |k: u8| {
+        let want = format!("subflow={k}");
+        (0..out.events.kind.len())
+            .find(|&i| {
+                out.events.kind[i] == "established"
+                    && out.events.detail[i].starts_with("side=sender")
+                    && out.events.detail[i].ends_with(&want)
+            })
+            .map(|i| out.events.t_s[i])
+            .unwrap()
+    };
+    let (e0, e1) = (established(0), established(1));
+    assert!((0.040..0.041).contains(&(e0 - 1.0)), "{e0}");
+    assert!((0.080..0.081).contains(&(e1 - e0)), "{e0} {e1}");
+    assert_eq!((first(0), first(1)), (e0, e1));
+    assert!(tr.flow.iter().all(|&f| f == 0));
+    // Without the handshake: subflow 0 at the start, subflow 1 one handshake RTT later.
+    let out = go(&scenario(
+        &[path(20_000_000, 40.0), path(20_000_000, 80.0)],
+        vec![mptcp(2, json!({"start_s": 1.0, "handshake": false}))],
+        3.0,
+        1,
+    ));
+    let tr = &out.flows;
+    let first = |k: u8| {
+        (0..tr.len())
+            .find(|&i| tr.subflow[i] == k)
+            .map(|i| tr.t_s[i])
+            .unwrap()
+    };
     assert!((first(0) - 1.0).abs() < 1e-9);
-    // Subflow 0's handshake: 40 ms of propagation plus two SYNs' serialisation.
     let join = first(1) - 1.0;
     assert!((0.040..0.041).contains(&join), "{join}");
-    assert!(tr.flow.iter().all(|&f| f == 0));
 }
 
 #[test]

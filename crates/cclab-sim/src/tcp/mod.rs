@@ -2,6 +2,7 @@
 //! recovery. Each function names the kernel function it follows.
 
 pub mod ecn;
+pub mod handshake;
 pub mod minmax;
 mod rack;
 pub mod receiver;

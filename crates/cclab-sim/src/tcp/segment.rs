@@ -1,8 +1,9 @@
 //! What travels between sender and receiver: data segments and ACKs.
 //!
-//! Only the header fields TCP logic reads are modelled. Sequence numbers are u64 bytes from 0
-//! (the SYN handshake is not simulated: a flow starts established, as after Linux's
-//! `tcp_finish_connect`). Timestamps (RFC 7323) are u32 milliseconds, Linux's default TS clock.
+//! Only the header fields TCP logic reads are modelled. Sequence numbers are u64 bytes from 0:
+//! the data's first byte, after the handshake (`handshake.rs`: its SYN, SYN-ACK and ACK travel
+//! as [`Segment::Handshake`], which carry no sequence numbers). Timestamps (RFC 7323) are u32
+//! milliseconds, Linux's default TS clock.
 
 /// Bytes of IPv4 + TCP headers without options.
 pub const HEADER_BYTES: u32 = 40;
@@ -76,6 +77,8 @@ impl AckSeg {
 pub enum Segment {
     Data(DataSeg),
     Ack(AckSeg),
+    /// A SYN, SYN-ACK or the ACK completing the handshake (`crate::tcp::handshake`).
+    Handshake(crate::tcp::handshake::HsSeg),
     /// Not TCP: a datagram of a UDP flow (`crate::udp`).
     Udp(crate::udp::Datagram),
 }

@@ -16,9 +16,9 @@
 //!
 //! Not modelled (we diverge): TSO/GSO (one MSS per skb), Nagle and corking (the application
 //! writes everything at once), cwnd restart after idle, AccECN, path MTU discovery, SACK
-//! reneging. (TCP Small Queues and the device below are in `tsq.rs`.) The SYN handshake is not
-//! exchanged: flows start established with the initial window, after one RTT sample of the
-//! idle path (see `Sender::on_start`).
+//! reneging. (TCP Small Queues and the device below are in `tsq.rs`.) The handshake is in
+//! `handshake.rs` (`Sender::init_transfer`); a flow without one starts established with the
+//! initial window after one RTT sample of the idle path (`Sender::syn_rtt_sample`).
 //! `FLAG_ACK_MAYBE_DELAYED` (a lone runt packet's delayed ACK) is never set.
 
 use crate::cc::{ack_flags, AckSample, CaEvent, CaState, CongestionControl, RateSample};
@@ -263,7 +263,7 @@ impl Sender {
         );
         tp.icsk_rto_us = cfg.rto_initial_us.min(u32::MAX as u64) as u32;
         tp.pacing_shift = cfg.stack.pacing_shift;
-        // ECN was negotiated in the (unsimulated) handshake, before the algorithm's init.
+        // ECN counts as negotiated (the SYN and SYN-ACK carry no ECN flags here).
         tp.ecn_flags = cfg.ecn.initial_flags();
         cc.init(&mut tp);
         Sender {
@@ -416,8 +416,9 @@ impl Sender {
     /// The handshake's RTT sample, taken before the data starts: Linux measures the SYN/SYN-ACK
     /// exchange (`tcp_ack_update_rtt` via `tcp_synack_rtt_meas` / the SYN's clean_rtx) before
     /// `tcp_init_transfer` initialises congestion control, so BBR's first pacing rate and every
-    /// algorithm's first RTO come from it. We do not exchange a SYN; the world passes the idle
-    /// path's round-trip time instead, and we re-run `init` as `tcp_init_transfer` does.
+    /// algorithm's first RTO come from it. For a flow without a handshake (`handshake = false`,
+    /// Multipath TCP) the world passes the idle path's round-trip time instead, and we re-run
+    /// `init` as `tcp_init_transfer` does.
     pub fn syn_rtt_sample(&mut self, now_ns: u64, rtt_us: u64) {
         self.set_now(now_ns);
         let rtt = rtt_us.max(1) as i64;

@@ -261,6 +261,11 @@ impl World {
             acks_sent: sum(&|f| f.receiver.acks_sent),
             start_s: c.start_ns as f64 * 1e-9,
             completion_s: c.completion_ns.map(|t| t as f64 * 1e-9),
+            // Subflow 0's establishment (the connection's start without a handshake).
+            established_s: match &self.flows[c.subflows[0].slot as usize].hs {
+                Some(h) => h.established_ns.map(|e| e as f64 * 1e-9),
+                None => Some(c.start_ns as f64 * 1e-9),
+            },
             udp: None,
             subflows: Some(subflows),
         }

@@ -328,6 +328,11 @@ impl Flow {
         self.set("tlp", json!(on))
     }
 
+    /// The three-way handshake as packets (default: on).
+    pub fn handshake(self, on: bool) -> Self {
+        self.set("handshake", json!(on))
+    }
+
     /// ECN at both ends.
     pub fn ecn(self, mode: EcnMode) -> Self {
         self.set(

@@ -1,0 +1,59 @@
+"""The handshake through the public API: flows[].handshake, the nth loss model, the events and the
+summary's established_s (docs/scenario.md, "The handshake")."""
+
+from __future__ import annotations
+
+import pytest
+
+import cclab
+from cclab.scenario import ScenarioError, load_scenario
+
+from .conftest import needs_core
+
+pytestmark = needs_core
+
+
+def _path(**flow) -> dict:
+    return {
+        "name": "hs",
+        "duration_s": 4,
+        "bottleneck": {"rate_bps": "10Mbps", "delay_ms": 25, "loss_model": {"kind": "nth", "pkts": [1]}},
+        "flows": [{"cc": "cubic", "size_bytes": 100_000, **flow}],
+    }
+
+
+def test_a_lost_syn_delays_establishment_by_the_initial_rto():
+    r = cclab.simulate(_path())
+    st = r.summary["flows"][0]
+    assert st["established_s"] == pytest.approx(1.050096, abs=1e-6)
+    assert st["completion_s"] > st["established_s"] and st["delivered_bytes"] == 100_000
+    kinds = list(r.events["kind"])
+    for k in ("syn", "handshake_drop", "syn_retrans", "established"):
+        assert k in kinds, kinds
+    assert r.flows["t_s"].min() == pytest.approx(st["established_s"])
+
+
+def test_without_the_handshake_the_flow_starts_established_and_the_syn_is_not_there_to_lose():
+    r = cclab.simulate(_path(handshake=False))
+    st = r.summary["flows"][0]
+    assert st["established_s"] == 0.0
+    # The first data segment is the packet the link loses now.
+    drops = r.events[r.events["kind"] == "drop"]
+    assert list(drops["detail"])[0].endswith("seq=0")
+    assert not r.events["kind"].isin(["syn", "established"]).any()
+
+
+def test_a_udp_flow_has_no_establishment_and_takes_no_handshake_field():
+    d = _path()
+    d["flows"] = [{"transport": "udp", "rate_bps": "1Mbps"}]
+    assert cclab.simulate(d).summary["flows"][0]["established_s"] is None
+    d["flows"][0]["handshake"] = False
+    with pytest.raises(ScenarioError, match="handshake"):
+        load_scenario(d)
+
+
+def test_nth_takes_packet_numbers_from_1():
+    d = _path()
+    d["bottleneck"]["loss_model"] = {"kind": "nth", "pkts": [0]}
+    with pytest.raises(ScenarioError, match="pkts"):
+        load_scenario(d)
