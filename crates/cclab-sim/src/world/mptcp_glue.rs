@@ -256,6 +256,7 @@ impl World {
             completion_s: c.completion_ns.map(|t| t as f64 * 1e-9),
             udp: None,
             subflows: Some(subflows),
+            connections: None,
         }
     }
 }

@@ -318,6 +318,11 @@ impl Flow {
         self.set("frto", json!(on))
     }
 
+    /// Connections one after another (`workload`, a JSON table as in a scenario file).
+    pub fn workload(self, w: Value) -> Self {
+        self.set("workload", w)
+    }
+
     /// Tail loss probes on or off.
     pub fn tlp(self, on: bool) -> Self {
         self.set("tlp", json!(on))
