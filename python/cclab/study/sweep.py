@@ -95,6 +95,13 @@ def _metrics(result: Any) -> dict[str, Any]:
     return m
 
 
+def connections_table(summary: dict[str, Any]) -> pd.DataFrame | None:
+    """Every workload connection of a run (summary.json's ``flows[].connections``), a row each with
+    its flow's name; None when no flow has a workload."""
+    rows = [{"flow": f.get("flow")} | c for f in summary.get("flows", []) for c in f.get("connections") or []]
+    return pd.DataFrame(rows) if rows else None
+
+
 def _call(ref: str, flows: pd.DataFrame) -> pd.DataFrame:
     mod, _, name = ref.partition(":")
     return getattr(importlib.import_module(mod), name)(flows)
@@ -122,7 +129,9 @@ def run_one(spec: RunSpec, cache_dir: str | None) -> dict[str, Any]:
     cache = Path(cache_dir) / key if cache_dir else None
     need = ["result.json"] + (["flows.parquet"] if spec.keep_trace else []) + (["post.parquet"] if spec.post else [])
     if cache is not None and all((cache / n).is_file() for n in need):
-        return row | json.loads((cache / "result.json").read_text()) | {"cached": True}
+        data = json.loads((cache / "result.json").read_text())
+        if not data.get("has_connections") or (cache / "connections.parquet").is_file():
+            return row | data | {"cached": True}
     try:
         t0 = time.perf_counter()
         if spec.backend == "kernel":
@@ -135,6 +144,8 @@ def run_one(spec: RunSpec, cache_dir: str | None) -> dict[str, Any]:
             result = simulate(spec.scenario())
         data = {"ok": True, "error": None, **_metrics(result), "run_s": time.perf_counter() - t0}
         post = _call(spec.post, result.flows) if spec.post else None
+        conns = connections_table(result.summary)
+        data["has_connections"] = conns is not None
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as e:  # noqa: BLE001 - also a PanicException from native code
@@ -145,6 +156,8 @@ def run_one(spec: RunSpec, cache_dir: str | None) -> dict[str, Any]:
             _write_atomic(cache / "flows.parquet", lambda p: result.flows.to_parquet(p))
         if post is not None:
             _write_atomic(cache / "post.parquet", lambda p: post.to_parquet(p))
+        if conns is not None:
+            _write_atomic(cache / "connections.parquet", lambda p: conns.to_parquet(p))
         _write_atomic(cache / "result.json", lambda p: p.write_text(json.dumps(data)))
     return row | data | {"cached": False}
 
@@ -173,6 +186,10 @@ class SweepResult:
         if self.cache_dir is None:
             raise ValueError("no cache directory: run the sweep with cache_dir to keep traces")
         return self.cache_dir / key / "flows.parquet"
+
+    def connections(self, key: str) -> pd.DataFrame:
+        """The run's workload connections (:func:`connections_table`), cached beside its result."""
+        return self._read(key, "connections.parquet")
 
     def post(self, key: str) -> pd.DataFrame:
         """The table the spec's ``post`` function made from the run's trace."""
