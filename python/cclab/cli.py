@@ -168,6 +168,10 @@ def run(scenario: str, out_dir: str | None, seed: int | None, sets: tuple[str, .
                   str(st["retrans_pkts"]), str(st["rto_count"]), str(st["fast_retransmit_count"]))
     out.print(t)
     for f, st in zip(sc.flows, res.summary["flows"]):
+        if st.get("rto_count") and "sto_count" in st:
+            # Spurious timeouts by ground truth (docs/scenario.md, "Retransmission timeouts").
+            out.print(f"{f.name}: {st['rto_count']} RTOs, {st['sto_count']} spurious ({st['sto_detected']} detected), "
+                      f"{st['spurious_retrans_pkts']} unneeded retransmissions")
         for sf in st.get("subflows", []):
             out.print(f"{f.name} subflow {sf['subflow']} ({'>'.join(sf['path'])}): "
                       f"{sf['goodput_bps'] / 1e6:.3f} Mbit/s, retrans {sf['retrans_pkts']} pkts, "
@@ -269,6 +273,14 @@ def presets() -> None:
             params = "preset of " + algo["base"] + ": " + ", ".join(f"{k}={v}" for k, v in algo["preset_params"].items())
         a.add_row(algo["name"], algo["description"], algo["source"], params)
     out.print(a)
+    from .flow_profiles import listing
+
+    fp = Table(title="Flow profiles (flows[].rto_profile = NAME, flows[].profile = NAME)")
+    for col in ("field", "name", "sets", "what"):
+        fp.add_column(col)
+    for prof in listing():
+        fp.add_row(prof["field"], prof["name"], ", ".join(f"{k}={v}" for k, v in prof["sets"].items()), prof["about"])
+    out.print(fp)
 
 
 from .cli_infer import infer as _infer  # noqa: E402

@@ -89,6 +89,11 @@ def compare(scenario: str, sets: tuple[str, ...]) -> None:
         rows = [("goodput (Mbit/s)", fs["goodput_bps"] / 1e6, fk["goodput_bps"] / 1e6),
                 ("retransmissions (pkts)", fs["retrans_pkts"], fk["retrans_pkts"]),
                 ("RTOs", fs["rto_count"], fk["rto_count"])]
+        # Spurious timeouts (S3): each backend's own count where it has one (None: not known).
+        rows += [(label, fs.get(key), fk.get(key)) for label, key in (
+            ("RTOs undone (undo_count)", "undo_count"), ("F-RTO spurious RTOs", "spurious_rto_count"),
+            ("spurious RTOs, ground truth", "sto_count"), ("received twice (pkts)", "spurious_retrans_pkts"))
+            if key in fs or key in fk]
         for name, res in (("sim", s), ("kernel", k)):
             w = res.flows[res.flows["flow"] == fs["flow"]]["cwnd_pkts"].astype(float)
             if name == "sim":

@@ -574,7 +574,8 @@ class NetLink(Duplex):
 #: The fields of a TCP flow that a UDP flow does not take.
 _TCP_ONLY = ("cc", "cc_params", "mss_bytes", "initial_cwnd_pkts", "max_cwnd_pkts", "rwnd_bytes", "sack",
              "timestamps", "delayed_ack", "frto", "tlp", "ack_counting", "rto_min_ms", "rto_initial_ms",
-             "rto_max_ms", "ecn", "reverse_path")
+             "rto_max_ms", "rto_min_mode", "rto_profile", "eifel_detection", "dsack_undo", "sto_response",
+             "profile", "ecn", "reverse_path")
 
 
 class SizeBin(_Model):
@@ -642,6 +643,27 @@ class Flow(_Model):
     rto_min_ms: float = Field(default=200.0, ge=1)
     rto_initial_ms: float = Field(default=1000.0, ge=1)
     rto_max_ms: float = Field(default=120_000.0, ge=1)
+    #: How rto_min_ms acts: "linux" (RTO = srtt + max(4 mdev, rto_min): Linux's floor of the
+    #: variance) or "rfc6298" (RTO = max(rto_min, srtt + 4 rttvar), RFC 6298 2.4, with its
+    #: estimator).
+    rto_min_mode: Literal["linux", "rfc6298"] = "linux"
+    #: A named timer: "linux" (initial 1 s, min 200 ms, Linux's rule), "standard" (the S3
+    #: paper's: 3 s, 0.5 s, RFC 6298's rule), "proposed" (4 s, 4 s, RFC 6298's rule); unset or
+    #: "custom": the fields as given (cclab.flow_profiles).
+    rto_profile: Literal["linux", "standard", "proposed", "custom"] | None = None
+    #: Timestamp-based detection of spurious retransmissions (RFC 3522, Linux's
+    #: tcp_packet_delayed); acts only with timestamps.
+    eifel_detection: bool = True
+    #: D-SACK-based detection (RFC 3708, Linux's undo_retrans and tcp_try_undo_dsack); acts
+    #: only with SACK.
+    dsack_undo: bool = True
+    #: The response to a detected spurious timeout: "linux" (Linux's undo), "eifel" (RFC 4015),
+    #: "rfc2861" (the S3 paper's: cwnd kept, ssthresh halved), "reno" (none: no detection,
+    #: go-back-N; turns frto off).
+    sto_response: Literal["linux", "eifel", "rfc2861", "reno"] = "linux"
+    #: A named TCP profile: "w-tcp" (the S3 paper's W-TCP: max cwnd 64 KB = 44 segments,
+    #: initial window 4 KB = 3 segments, SACK, MSS 1460); unset: none (cclab.flow_profiles).
+    profile: Literal["w-tcp"] | None = None
     #: ECN at both ends: "off"; "on" (RFC 3168, Linux net.ipv4.tcp_ecn = 1); "low" (google/bbr's
     #: ecn_low route feature: precise CE echo, used by bbr2/bbr3; simulator only).
     ecn: Literal["off", "on", "low"] = "off"
@@ -688,6 +710,23 @@ class Flow(_Model):
                 raise ValueError('workload is only for a TCP flow (transport = "tcp")')
             if self.workload.sizes == "fixed" and self.size_bytes == 0 and self.workload.connections > 1:
                 raise ValueError("workload: several connections need a size: give size_bytes or workload.sizes")
+        return self
+
+    @model_validator(mode="after")
+    def _profiles(self) -> "Flow":
+        # The one place rto_profile and profile become the flow's own fields (which the core and
+        # the kernel backend read); a conflicting field given with one is an error naming both.
+        from .flow_profiles import FLOW_PROFILES, RTO_PROFILES, resolve
+
+        fields = type(self).model_fields
+        given = {k for k in self.model_fields_set if getattr(self, k) != fields[k].get_default(call_default_factory=True)}
+        values = {k: getattr(self, k) for k in fields}
+        sets = resolve("rto_profile", self.rto_profile, RTO_PROFILES, values, given)
+        sets |= resolve("profile", self.profile, FLOW_PROFILES, values, given)
+        if self.sto_response == "reno":
+            sets["frto"] = False  # no detection: plain go-back-N
+        for k, v in sets.items():
+            setattr(self, k, v)
         return self
 
     @model_validator(mode="after")
@@ -1014,6 +1053,9 @@ class Scenario(_Model):
                 d.pop("reverse_path")
             if d.get("paths") is None:
                 d.pop("paths", None)
+            # Resolved into the flow's own fields (Flow._profiles): the core takes those.
+            d.pop("rto_profile", None)
+            d.pop("profile", None)
             flows.append(d)
         out["flows"] = flows
         if self.middleware is not None:

@@ -113,6 +113,10 @@ def test_bad_caps_are_refused():
     with CwndClamp(f"b{os.getpid()}") as c:
         with pytest.raises(ValueError, match="cap_pkts"):
             c.set(PORT, -1)
-        assert c.status() == {"caps": {}, "applied": []}
+        st = c.status()
+        assert (st["caps"], st["applied"], st["rtos"]) == ({}, [], {})
+        assert st["rto_counts"] == {"initial_replied": 0, "min_set": 0, "min_refused": 0}
+    with pytest.raises(ValueError, match="min_ms"):
+        CwndClamp("x", rtos={PORT: (3000.0, 300.0)})  # TCP_BPF_RTO_MIN takes at most 200 ms
     with pytest.raises(ClampError, match="not running"):
         c.set(PORT, 5)

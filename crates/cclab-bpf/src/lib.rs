@@ -9,14 +9,20 @@
 //! net/core/filter.c bpf_sol_tcp_setsockopt): the call sets `snd_cwnd_clamp = cap` and also
 //! `snd_ssthresh = cap`, so a connection that gets a cap leaves slow start at it.
 //!
+//! The same program sets per-flow RTO bounds ([`CwndClamp::set_rto`]): the initial RTO (its
+//! reply to BPF_SOCK_OPS_TIMEOUT_INIT, jiffies: include/net/tcp.h tcp_timeout_init) and the
+//! minimum RTO (bpf_setsockopt TCP_BPF_RTO_MIN, us, before the SYN; 6.18 takes 2 jiffies to
+//! 200 ms only: net/core/filter.c bpf_sol_tcp_setsockopt).
+//!
 //! The program is attached through a BPF link: it is detached when the [`CwndClamp`] is dropped
 //! or its process dies, even by SIGKILL.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use aya::maps::{HashMap, MapData, MapError};
+use aya::maps::{Array, HashMap, MapData, MapError};
 use aya::programs::{CgroupAttachMode, ProgramError, SockOps};
+use aya::Pod;
 use aya::{include_bytes_aligned, Ebpf, EbpfError};
 
 /// The compiled sock_ops program.
@@ -32,17 +38,56 @@ pub enum ClampError {
     #[error("BPF map: {0}")]
     Map(#[from] MapError),
     #[error("cgroup {path}: {source} (a cgroup v2 directory is needed, e.g. under /sys/fs/cgroup/unified)")]
-    Cgroup { path: PathBuf, source: std::io::Error },
+    Cgroup {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("the BPF object has no {0}")]
     Missing(&'static str),
     #[error("cap_pkts must be 1..=2147483647, got {0}")]
     BadCap(u64),
+    #[error("{0}")]
+    BadRto(String),
+}
+
+/// A port's RTO settings as the program reads them (`struct rto_setting`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RtoSetting {
+    /// The initial RTO, jiffies (0: the kernel's 1 s).
+    pub initial_jiffies: u32,
+    /// The minimum RTO, us (0: the namespace's tcp_rto_min_us).
+    pub min_us: u32,
+}
+
+// SAFETY: two u32s, no padding; any bit pattern is a valid value.
+unsafe impl Pod for RtoSetting {}
+
+/// The largest minimum RTO TCP_BPF_RTO_MIN takes: TCP_RTO_MIN = HZ/5, 200 ms (include/net/tcp.h).
+pub const BPF_RTO_MIN_MAX_US: u32 = 200_000;
+
+/// `ms` in jiffies at `hz`, rounded up as the kernel's msecs_to_jiffies() does.
+pub fn ms_to_jiffies(ms: f64, hz: u32) -> u32 {
+    (ms * f64::from(hz) / 1000.0 - 1e-9).ceil().max(0.0) as u32
+}
+
+/// What the program did with RTO settings so far (its `rto_counts`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RtoCounts {
+    /// Sockets given an initial RTO (BPF_SOCK_OPS_TIMEOUT_INIT replies).
+    pub initial_replied: u64,
+    /// Sockets whose minimum RTO was set.
+    pub min_set: u64,
+    /// bpf_setsockopt(TCP_BPF_RTO_MIN) calls the kernel refused.
+    pub min_refused: u64,
 }
 
 /// The sock_ops cwnd clamp attached to one cgroup.
 pub struct CwndClamp {
     by_port: HashMap<MapData, u32, u32>,
     applied: HashMap<MapData, u64, u32>, // an LRU hash in the kernel
+    rto_by_port: HashMap<MapData, u32, RtoSetting>,
+    rto_counts: Array<MapData, u64>,
     // Keeps the program and its link alive; dropping it detaches.
     _ebpf: Ebpf,
 }
@@ -50,7 +95,10 @@ pub struct CwndClamp {
 impl CwndClamp {
     /// Loads the program and attaches it to the cgroup v2 directory `cgroup`.
     pub fn attach(cgroup: &Path) -> Result<Self, ClampError> {
-        let dir = File::open(cgroup).map_err(|source| ClampError::Cgroup { path: cgroup.to_path_buf(), source })?;
+        let dir = File::open(cgroup).map_err(|source| ClampError::Cgroup {
+            path: cgroup.to_path_buf(),
+            source,
+        })?;
         let mut ebpf = Ebpf::load(OBJECT)?;
         let prog: &mut SockOps = ebpf
             .program_mut("cclab_cwnd_clamp")
@@ -59,12 +107,28 @@ impl CwndClamp {
         prog.load()?;
         prog.attach(dir, CgroupAttachMode::Single)?;
         let by_port = HashMap::try_from(
-            ebpf.take_map("cwnd_clamp_by_port").ok_or(ClampError::Missing("map cwnd_clamp_by_port"))?,
+            ebpf.take_map("cwnd_clamp_by_port")
+                .ok_or(ClampError::Missing("map cwnd_clamp_by_port"))?,
         )?;
         let applied = HashMap::try_from(
-            ebpf.take_map("cwnd_clamp_applied").ok_or(ClampError::Missing("map cwnd_clamp_applied"))?,
+            ebpf.take_map("cwnd_clamp_applied")
+                .ok_or(ClampError::Missing("map cwnd_clamp_applied"))?,
         )?;
-        Ok(Self { by_port, applied, _ebpf: ebpf })
+        let rto_by_port = HashMap::try_from(
+            ebpf.take_map("rto_by_port")
+                .ok_or(ClampError::Missing("map rto_by_port"))?,
+        )?;
+        let rto_counts = Array::try_from(
+            ebpf.take_map("rto_counts")
+                .ok_or(ClampError::Missing("map rto_counts"))?,
+        )?;
+        Ok(Self {
+            by_port,
+            applied,
+            rto_by_port,
+            rto_counts,
+            _ebpf: ebpf,
+        })
     }
 
     /// Caps the window of sockets whose remote (else local) port is `port` at `cap_pkts`.
@@ -88,15 +152,66 @@ impl CwndClamp {
 
     /// The ports and caps in the map.
     pub fn caps(&self) -> Vec<(u16, u32)> {
-        let mut v: Vec<(u16, u32)> =
-            self.by_port.iter().filter_map(Result::ok).map(|(p, c)| (p as u16, c)).collect();
+        let mut v: Vec<(u16, u32)> = self
+            .by_port
+            .iter()
+            .filter_map(Result::ok)
+            .map(|(p, c)| (p as u16, c))
+            .collect();
         v.sort_unstable();
         v
     }
 
+    /// Gives new sockets on `port` (remote, else local) an initial RTO of `initial_jiffies`
+    /// (0: the kernel's) and a minimum RTO of `min_us` (0: the namespace's; else 1..=200000,
+    /// what TCP_BPF_RTO_MIN takes; the kernel also refuses less than 2 jiffies).
+    pub fn set_rto(&mut self, port: u16, rto: RtoSetting) -> Result<(), ClampError> {
+        if rto.min_us > BPF_RTO_MIN_MAX_US {
+            return Err(ClampError::BadRto(format!(
+                "min_us = {}: Linux 6.18 sets a minimum RTO by BPF only up to {BPF_RTO_MIN_MAX_US} us \
+                 (TCP_RTO_MIN); a larger one is the namespace's sysctl net.ipv4.tcp_rto_min_us",
+                rto.min_us
+            )));
+        }
+        if rto.initial_jiffies > i32::MAX as u32 {
+            return Err(ClampError::BadRto(format!(
+                "initial_jiffies = {} is too large",
+                rto.initial_jiffies
+            )));
+        }
+        self.rto_by_port.insert(u32::from(port), rto, 0)?;
+        Ok(())
+    }
+
+    /// The ports and RTO settings in the map.
+    pub fn rtos(&self) -> Vec<(u16, RtoSetting)> {
+        let mut v: Vec<(u16, RtoSetting)> = self
+            .rto_by_port
+            .iter()
+            .filter_map(Result::ok)
+            .map(|(p, r)| (p as u16, r))
+            .collect();
+        v.sort_unstable_by_key(|x| x.0);
+        v
+    }
+
+    /// What the program did with the RTO settings so far.
+    pub fn rto_counts(&self) -> RtoCounts {
+        let n = |i: u32| self.rto_counts.get(&i, 0).unwrap_or(0);
+        RtoCounts {
+            initial_replied: n(0),
+            min_set: n(1),
+            min_refused: n(2),
+        }
+    }
+
     /// The caps applied so far, one per socket (by socket cookie), in no particular order.
     pub fn applied(&self) -> Vec<u32> {
-        self.applied.iter().filter_map(Result::ok).map(|(_, c)| c).collect()
+        self.applied
+            .iter()
+            .filter_map(Result::ok)
+            .map(|(_, c)| c)
+            .collect()
     }
 }
 
@@ -110,13 +225,28 @@ mod tests {
         assert!(obj.programs.contains_key("cclab_cwnd_clamp"));
         assert!(obj.maps.contains_key("cwnd_clamp_by_port"));
         assert!(obj.maps.contains_key("cwnd_clamp_applied"));
+        assert!(obj.maps.contains_key("rto_by_port"));
+        assert!(obj.maps.contains_key("rto_counts"));
         assert_eq!(obj.license.to_str().unwrap(), "GPL");
     }
 
     #[test]
+    fn milliseconds_become_jiffies_rounded_up() {
+        assert_eq!(ms_to_jiffies(3000.0, 250), 750);
+        assert_eq!(ms_to_jiffies(1000.0, 1000), 1000);
+        assert_eq!(ms_to_jiffies(10.0, 250), 3); // 2.5 -> 3, as msecs_to_jiffies
+        assert_eq!(ms_to_jiffies(0.0, 250), 0);
+    }
+
+    #[test]
     fn a_missing_cgroup_is_named() {
-        let Err(e) = CwndClamp::attach(Path::new("/nonexistent/cclab-x")) else { panic!("attached") };
+        let Err(e) = CwndClamp::attach(Path::new("/nonexistent/cclab-x")) else {
+            panic!("attached")
+        };
         let msg = e.to_string();
-        assert!(msg.contains("/nonexistent/cclab-x") && msg.contains("cgroup v2"), "{msg}");
+        assert!(
+            msg.contains("/nonexistent/cclab-x") && msg.contains("cgroup v2"),
+            "{msg}"
+        );
     }
 }

@@ -10,11 +10,13 @@
 //!   (unit-tested).
 //! - [`tun`]: opening a TUN inside a namespace.
 //! - [`emu`]: the epoll/timerfd loop.
+//! - [`ledger`]: each TCP connection's segments taken in, dropped and handed on.
 //! - [`stats`], [`series`] (the links table), [`clock`].
 
 pub mod clock;
 pub mod ecn;
 pub mod emu;
+pub mod ledger;
 pub mod router;
 pub mod series;
 pub mod spec;

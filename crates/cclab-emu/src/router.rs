@@ -4,6 +4,7 @@
 //! model says. Time is passed in (ns since start); the driver (`emu.rs`) reads the clock, the
 //! TUNs and the timer. Unit-tested without root.
 
+use crate::ledger::Ledger;
 use crate::spec::Spec;
 use crate::stats::{Histogram, LinkCounters, PortCounters};
 use cclab_net::dcf::BROADCAST;
@@ -155,6 +156,9 @@ pub struct Router {
     broadcast_route: Vec<Option<u32>>,
     /// Lateness of every delivered packet, all links.
     pub lateness_all: Histogram,
+    /// Every TCP connection's segments: taken in, dropped, handed on (ground truth for
+    /// unneeded retransmissions).
+    pub ledger: Ledger,
     free: Vec<Vec<u8>>,
 }
 
@@ -274,6 +278,7 @@ impl Router {
             addr_port,
             broadcast_route,
             lateness_all: Histogram::default(),
+            ledger: Ledger::default(),
             free: Vec::new(),
         }
     }
@@ -314,6 +319,7 @@ impl Router {
             pc.dropped_no_route_pkts += 1;
             return Ingress::NoRoute;
         };
+        self.ledger.entered(now_ns, data);
         let pkt = Pkt {
             data: self.buffer(data),
             route,
@@ -353,6 +359,7 @@ impl Router {
                 Ingress::Queued
             }
             Err(d) => {
+                self.ledger.dropped(&d.pkt.data);
                 self.recycle(d.pkt.data);
                 Ingress::Dropped(d.reason)
             }
@@ -370,6 +377,7 @@ impl Router {
             let row = self.hop_of(&d.pkt).row as usize;
             let c = &mut self.lane_counters[row];
             c.in_flight_pkts = c.in_flight_pkts.saturating_sub(1);
+            self.ledger.dropped(&d.pkt.data);
             self.recycle(d.pkt.data);
         }
         self.next[e] = self.elements[e].next_event_ns().unwrap_or(NEVER);
@@ -443,6 +451,7 @@ impl Router {
                 }
             } else {
                 self.lateness_all.record(late);
+                self.ledger.delivered(&pkt.data);
                 out.push(Out {
                     port: r.to,
                     from_port: r.from,

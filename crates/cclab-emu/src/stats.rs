@@ -168,6 +168,7 @@ pub fn stats_json(r: &Router, duration_s: f64, behind_events: u64) -> Value {
         "ports": ports,
         "lateness": r.lateness_all.to_json(),
         "behind_events": behind_events,
+        "tcp": r.ledger.to_json(),
     })
 }
 

@@ -222,6 +222,21 @@ pub struct FlowSpec {
     pub rto_initial_ms: f64,
     #[serde(default = "d_rto_max")]
     pub rto_max_ms: f64,
+    /// How `rto_min_ms` acts: Linux's floor of rttvar (`tcp_rtt_estimator`) or RFC 6298's
+    /// floor of the RTO (`crate::tcp::rtt`).
+    #[serde(default)]
+    pub rto_min_mode: crate::tcp::rtt::RtoMinMode,
+    /// Timestamp-based detection of spurious retransmissions (RFC 3522; Linux's
+    /// `tcp_packet_delayed`); needs `timestamps`.
+    #[serde(default = "yes")]
+    pub eifel_detection: bool,
+    /// D-SACK-based detection (RFC 3708; Linux's `undo_retrans` and `tcp_try_undo_dsack`);
+    /// needs `sack`.
+    #[serde(default = "yes")]
+    pub dsack_undo: bool,
+    /// What a detected spurious timeout does (`crate::tcp::sto`).
+    #[serde(default)]
+    pub sto_response: crate::tcp::sto::StoResponse,
     /// ECN at both ends: off, on (RFC 3168, Linux `tcp_ecn = 1`), low (google/bbr `ecn_low`).
     #[serde(default)]
     pub ecn: crate::tcp::ecn::EcnMode,
@@ -476,6 +491,13 @@ impl Scenario {
             }
             if f.rto_min_ms > f.rto_max_ms {
                 return Err(err(format!("{p}.rto_min_ms"), "must not exceed rto_max_ms"));
+            }
+            if f.sto_response == crate::tcp::sto::StoResponse::Reno && f.frto {
+                return Err(err(
+                    format!("{p}.frto"),
+                    "true is not accepted with sto_response = \"reno\" (no detection, plain \
+                     go-back-N): set frto = false or choose another sto_response",
+                ));
             }
             cc::build(&f.cc, &f.cc_params).map_err(|e| cc_error(&p, &e))?;
         }

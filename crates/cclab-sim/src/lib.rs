@@ -74,6 +74,14 @@ pub struct FlowStats {
     pub spurious_rto_count: u64,
     /// Window reductions undone by any detector (each an `undo` event).
     pub undo_count: u64,
+    /// Spurious RTOs by ground truth: the segment an RTO retransmitted had not been lost (it
+    /// had reached the receiver, or was still queued or in flight). One `sto` event each RTO.
+    pub sto_count: u64,
+    /// Of those, the ones a detector proved spurious (F-RTO, timestamps or D-SACKs: an undo
+    /// ended their episode).
+    pub sto_detected: u64,
+    /// Retransmissions of the spurious RTOs' episodes that the receiver got twice.
+    pub spurious_retrans_pkts: u64,
     /// Tail loss probes sent.
     pub tlp_count: u64,
     /// Window reductions by entering CWR (an ECE ACK or a local drop).
@@ -119,6 +127,14 @@ pub struct ConnStats {
     pub rto_count: u64,
     pub spurious_rto_count: u64,
     pub undo_count: u64,
+    /// Its spurious RTOs by ground truth, those detected, and their unneeded retransmissions
+    /// (as the flow's fields of the same names).
+    pub sto_count: u64,
+    pub sto_detected: u64,
+    pub spurious_retrans_pkts: u64,
+    /// Its undetected spurious RTOs by reason (the `sto` rows' `undetected`: `fin`, `no_window`,
+    /// `dupack`, `timestamps_off`, `detection_off`, `run_end`, `other`).
+    pub sto_undetected: std::collections::BTreeMap<&'static str, u64>,
 }
 
 /// One subflow of a Multipath TCP connection in the summary (the kernel backend writes the

@@ -19,6 +19,7 @@ use crate::{RunOutput, SimError};
 use cclab_net::medium::Medium;
 
 mod mptcp_glue;
+mod sto;
 
 /// Bytes of a SYN or SYN-ACK on the wire (20 B IPv4 + 40 B TCP with MSS, SACK, TS, WS options).
 const SYN_BYTES: u64 = 60;
@@ -44,6 +45,8 @@ pub struct Packet {
     /// Bytes on the wire (headers included).
     pub wire: u32,
     pub seg: Segment,
+    /// A data segment's copy number and RTO episode (`world/sto.rs`); default otherwise.
+    tag: sto::CopyTag,
 }
 
 impl NetPacket for Packet {
@@ -108,6 +111,8 @@ struct FlowSlot {
     conn: Option<(u32, u8)>,
     /// One connection of a flow's workload (`crate::workload`); None for a lone connection.
     seq: Option<ConnSeq>,
+    /// Ground truth of its RTOs (`world/sto.rs`).
+    sto: sto::StoBook,
 }
 
 /// Where a slot stands in its flow's sequence of connections.
@@ -405,6 +410,10 @@ impl World {
                         rto_min_us: (f.rto_min_ms * 1000.0).round() as u64,
                         rto_initial_us: (f.rto_initial_ms * 1000.0).round() as u64,
                         rto_max_us: (f.rto_max_ms * 1000.0).round() as u64,
+                        rto_min_mode: f.rto_min_mode,
+                        eifel_detection: f.eifel_detection,
+                        dsack_undo: f.dsack_undo,
+                        sto_response: f.sto_response,
                         // A subflow sends only what its connection maps to it (crate::mptcp).
                         size_bytes: if mptcp { 0 } else { size_bytes },
                         hz,
@@ -494,6 +503,7 @@ impl World {
                     device,
                     conn: mptcp.then_some((conns.len() as u32, k as u8)),
                     seq,
+                    sto: Default::default(),
                 });
             }
             if mptcp {
@@ -712,6 +722,7 @@ impl World {
     }
 
     /// Put `p` on the link at its current hop, or deliver it at the end of its path.
+    #[inline(always)]
     fn forward(&mut self, t: u64, mut p: Packet) {
         p.hop += 1;
         let fi = p.flow as usize;
@@ -723,7 +734,10 @@ impl World {
         match p.seg {
             Segment::Data(d) => {
                 let mut buf = std::mem::take(&mut self.ack_buf);
-                self.flows[fi].receiver.on_data(t, &d, &mut buf);
+                let fl = &mut self.flows[fi];
+                let dup = fl.receiver.holds(d.seq);
+                fl.sto.on_arrival(d.seq, p.tag, dup);
+                fl.receiver.on_data(t, &d, &mut buf);
                 if self.flows[fi].conn.is_some() {
                     self.mptcp_delivered(t, p.flow, &mut buf);
                 }
@@ -772,7 +786,11 @@ impl World {
     /// seq=<seq, ack, or the datagram's number>`.
     fn log_drop(&mut self, t: u64, l: u32, d: Dropped<Packet>) {
         let (kind, seq, id) = match d.pkt.seg {
-            Segment::Data(s) => ("drop", s.seq, self.flows[d.pkt.flow as usize].id),
+            Segment::Data(s) => {
+                let fl = &mut self.flows[d.pkt.flow as usize];
+                fl.sto.on_drop(s.seq, d.pkt.tag);
+                ("drop", s.seq, fl.id)
+            }
             Segment::Ack(a) => ("ack_drop", a.ack, self.flows[d.pkt.flow as usize].id),
             Segment::Udp(u) => {
                 let slot = &mut self.udp[d.pkt.flow as usize];
@@ -839,8 +857,15 @@ impl World {
                 .map_or(0, |_| crate::mptcp::DSS_DATA_BYTES);
         let route = self.flows[f as usize].fwd_route;
         let first = self.routes[route as usize][0];
+        let mut retx = 0usize;
         for d in buf.drain(..) {
             let wire = d.len + HEADER_BYTES + ts;
+            let tag = if d.retrans {
+                self.retx_tag(f, d.seq, retx)
+            } else {
+                sto::CopyTag::default()
+            };
+            retx += d.retrans as usize;
             self.enqueue(
                 t,
                 first,
@@ -850,9 +875,23 @@ impl World {
                     hop: 0,
                     wire,
                     seg: Segment::Data(d),
+                    tag,
                 },
             );
         }
+        if retx > 0 {
+            let log = &mut self.flows[f as usize].sender.sto.retx_episodes;
+            debug_assert_eq!(log.len(), retx, "a retransmission without its episode");
+            log.clear();
+        }
+    }
+
+    /// The tag of the `k`-th retransmission of this batch of flow slot `f` (`world/sto.rs`).
+    #[cold]
+    fn retx_tag(&mut self, f: u32, seq: u64, k: usize) -> sto::CopyTag {
+        let fl = &mut self.flows[f as usize];
+        let episode = fl.sender.sto.retx_episodes.get(k).copied().unwrap_or(0);
+        fl.sto.tag(seq, true, episode)
     }
 
     fn send_acks(&mut self, t: u64, f: u32, buf: &mut Vec<AckSeg>) {
@@ -883,6 +922,7 @@ impl World {
                     hop: 0,
                     wire,
                     seg: Segment::Ack(a),
+                    tag: Default::default(),
                 },
             );
         }
@@ -918,6 +958,10 @@ impl World {
         let mut buf = std::mem::take(&mut self.data_buf);
         self.set_device_room(t, f);
         op(&mut self.flows[f as usize].sender, &mut buf);
+        let fl = &self.flows[f as usize];
+        if fl.sto.facts.len() != fl.sender.sto.rtos.len() {
+            self.sto_new_rtos(f);
+        }
         let wrote = !buf.is_empty();
         self.send_data(t, f, &mut buf);
         self.data_buf = buf;
@@ -955,6 +999,18 @@ impl World {
         if let Some((next, think_ns)) = c.next {
             self.q
                 .push(done.saturating_add(think_ns), Event::AppStart(next));
+        }
+    }
+
+    /// Record the RTOs flow slot `f`'s sender took in its last call (before their
+    /// retransmissions are tagged).
+    #[cold]
+    fn sto_new_rtos(&mut self, f: u32) {
+        let fl = &mut self.flows[f as usize];
+        while fl.sto.facts.len() < fl.sender.sto.rtos.len() {
+            let seq = fl.sender.sto.rtos[fl.sto.facts.len()].seq;
+            let holds = fl.receiver.holds(seq);
+            fl.sto.on_rto(seq, holds);
         }
     }
 
@@ -1012,6 +1068,7 @@ impl World {
                 hop: 0,
                 wire: d.len + UDP_IP_HEADER_BYTES,
                 seg: Segment::Udp(d),
+                tag: Default::default(),
             };
             self.enqueue(t, first, p);
         }
@@ -1041,6 +1098,7 @@ impl World {
                         hop: 0,
                         wire: count_bytes,
                         seg: Segment::Ack(AckSeg::default()),
+                        tag: Default::default(),
                     };
                     self.enqueue_beacon(t, e, port, relay as usize, beacon);
                 }
@@ -1185,8 +1243,12 @@ impl World {
         tr.below_tcp_bytes.push(s.below.wmem_bytes);
     }
 
-    fn finish(self) -> RunOutput {
+    fn finish(mut self) -> RunOutput {
         let end_ns = self.duration_ns;
+        for fl in &mut self.flows {
+            fl.sto_finish();
+            fl.sto_rows(&mut self.events);
+        }
         let mut flow_stats: Vec<(u32, crate::FlowStats)> = Vec::new();
         let mut i = 0;
         while i < self.flows.len() {
@@ -1260,11 +1322,16 @@ fn tcp_flow_stats(slots: &[FlowSlot], end_ns: u64) -> crate::FlowStats {
         .then(|| slots[slots.len() - 1].receiver.completion_ns)
         .flatten();
     let delivered = sum(&|s| s.receiver.delivered_bytes);
+    let mut sto = sto::StoCounts::default();
+    for s in &started {
+        sto += s.sto_counts();
+    }
     let connections = first.seq.map(|_| {
         started
             .iter()
             .map(|s| {
                 let done = s.receiver.completion_ns;
+                let st = s.sto_counts();
                 crate::ConnStats {
                     conn: s.seq.map_or(0, |c| c.k),
                     size_bytes: s.sender.cfg.size_bytes,
@@ -1282,6 +1349,10 @@ fn tcp_flow_stats(slots: &[FlowSlot], end_ns: u64) -> crate::FlowStats {
                     rto_count: s.sender.stats.rto_count,
                     spurious_rto_count: s.sender.stats.spurious_rto_count,
                     undo_count: s.sender.stats.undo_count,
+                    sto_count: st.sto_count,
+                    sto_detected: st.sto_detected,
+                    spurious_retrans_pkts: st.spurious_retrans_pkts,
+                    sto_undetected: s.sto_undetected(),
                 }
             })
             .collect()
@@ -1295,6 +1366,9 @@ fn tcp_flow_stats(slots: &[FlowSlot], end_ns: u64) -> crate::FlowStats {
         fast_retransmit_count: sum(&|s| s.sender.stats.fast_retransmit_count),
         spurious_rto_count: sum(&|s| s.sender.stats.spurious_rto_count),
         undo_count: sum(&|s| s.sender.stats.undo_count),
+        sto_count: sto.sto_count,
+        sto_detected: sto.sto_detected,
+        spurious_retrans_pkts: sto.spurious_retrans_pkts,
         tlp_count: sum(&|s| s.sender.stats.tlp_count),
         cwr_count: sum(&|s| s.sender.stats.cwr_count),
         local_drop_count: sum(&|s| s.sender.below.local_drops),
@@ -1323,6 +1397,9 @@ fn udp_flow_stats(u: &UdpSlot) -> crate::FlowStats {
         fast_retransmit_count: 0,
         spurious_rto_count: 0,
         undo_count: 0,
+        sto_count: 0,
+        sto_detected: 0,
+        spurious_retrans_pkts: 0,
         tlp_count: 0,
         cwr_count: 0,
         local_drop_count: 0,

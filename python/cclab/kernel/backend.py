@@ -3,9 +3,12 @@
 sample TCP_INFO every 10 ms. Returns a RunResult shaped like the simulator's.
 
 What the kernel cannot do is refused before anything is created (``parity``): algorithms it lacks
-(it has reno, cubic, bbr), presets needing other constants, the per-flow window cap (needs the
-BPF clamp, not built yet), settings only the simulator has (kernel_hz, delayed_ack off, tlp off,
-initial RTO, fixed receive window, initial cwnd other than 10).
+(it has reno, cubic, bbr), presets needing other constants, settings only the simulator has
+(kernel_hz, delayed_ack off, tlp off, fixed receive window), and timeout settings it cannot run
+(rto.py: an initial RTO other than 1 s or a per-flow minimum RTO need the BPF sock_ops loader).
+What it runs close to, not exactly as, asked is listed in the summary's ``deviations``. Each TCP
+flow's summary has the spurious-timeout facts (sto.py) from cclab-link's ledger and the kernel's
+counters.
 """
 
 from __future__ import annotations
@@ -29,7 +32,9 @@ from .._errors import RunStopped
 from ..result import CA_STATES, RunResult, jain_index
 from ..scenario import Scenario, load_scenario
 from .link import LinkEmulator
-from .clamp import CwndClamp
+from .clamp import CwndClamp, is_built as clamp_built, kernel_hz
+from .rto import rto_plan, s3_deviations
+from .sto import flow_sto_facts, read_tcpext
 from .middleware import MiddlewareCC, TerminalMiddleware, middleware_hosts, read_log
 from . import bpfcc, child, mptcp
 from .knobs import CUBIC_FAMILY, CubicModuleParams, cubic_plan, is_udp, namespace_sysctls, set_initcwnd
@@ -52,7 +57,7 @@ def flow_deviations(d: dict[str, Any]) -> list[str]:
     """What the kernel runs close to, not exactly as, the scenario's flows ask (6.18's TCP)."""
     return [f"flows[{i}].ack_counting = 'acks' (Linux before 3.18) runs as 6.18's per-segment counting"
             for i, f in enumerate(d["flows"]) if f.get("ack_counting", "segments") != "segments"
-            ] + mptcp.coupled_deviations(d)
+            ] + mptcp.coupled_deviations(d) + s3_deviations(d["flows"])
 
 
 def parity(sc: Scenario) -> list[str]:
@@ -74,8 +79,6 @@ def parity(sc: Scenario) -> list[str]:
             ("delayed_ack", True, "the receiver's delayed ACKs cannot be turned off"),
             ("tlp", True, "tail loss probes cannot be turned off per flow"),
             ("rwnd_bytes", 0, "a fixed receive window is simulator-only"),
-            ("rto_initial_ms", 1000.0, "the initial RTO is the kernel's (1 s)"),
-            ("rto_max_ms", 120000.0, "the maximum RTO is the kernel's (120 s)"),
         ):
             if f[key] != ok:
                 problems.append(f"{where}.{key} = {f[key]}: {msg}; use the simulator backend")
@@ -89,7 +92,6 @@ def parity(sc: Scenario) -> list[str]:
         for j, g in enumerate(d["flows"][:i]):
             if g["sender"] == f["sender"] and not is_udp(g):
                 for key, what in (("initial_cwnd_pkts", "a route metric of the sender's route"),
-                                  ("rto_min_ms", "a sysctl of the sender's namespace"),
                                   ("sack", "a sysctl of the sender's namespace"),
                                   ("timestamps", "a sysctl of the sender's namespace"),
                                   ("frto", "a sysctl of the sender's namespace"),
@@ -97,6 +99,7 @@ def parity(sc: Scenario) -> list[str]:
                     if g[key] != f[key]:
                         problems.append(f"{where}.{key} = {f[key]} differs from flows[{j}] on the same sender: on "
                                         f"the kernel it is {what}; give the flows their own senders")
+    problems += rto_plan(d["flows"], clamp_built(), kernel_hz(), middleware_hosts(d)).problems
     _, bpf, _, cubic_problems = cubic_plan(d["flows"])
     problems += cubic_problems
     problems += plan_network(sc.lowered()).problems
@@ -163,9 +166,14 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
         spec = net.emulator_spec(d["seed"], ns, Path(tmp) / "link-stats.json", interval_ms)
         knobs: dict[str, dict[str, str]] = {}
         kernel = sc.kernel.model_dump()
+        rto = rto_plan(d["flows"], clamp_built(), kernel_hz(), mw_hosts)
         for f in (f for f in d["flows"] if not is_udp(f)):
             for host in (f["sender"], f["receiver"]):
                 knobs.setdefault(ns[host], {}).update(namespace_sysctls(f, kernel, sender=host == f["sender"]))
+            if not f.get("dsack_undo", True):
+                knobs[ns[f["receiver"]]]["net/ipv4/tcp_dsack"] = "0"  # rto.py: the receiver sends no D-SACK
+        for host, rmin in rto.sysctl_min_ms.items():  # the sender's own minimum RTO (rto.py)
+            knobs[ns[host]]["net/ipv4/tcp_rto_min_us"] = str(int(rmin * 1000))
         for h, st in net.stacks.items():
             if st.get("device"):
                 limit = _TSQ_LIMIT_MAX if st.get("tsq") == "off" else st["tsq_limit_bytes"]
@@ -180,13 +188,14 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
             if mptcp.is_mptcp(f) and f["cc"] in mptcp.COUPLED_ALGORITHMS:
                 cc_names[k] = "reno"  # upstream has no coupling (a deviation: mptcp.coupled_deviations)
         caps = {_BASE_PORT + k: f["max_cwnd_pkts"] for k, f in enumerate(d["flows"]) if f["max_cwnd_pkts"]}
+        rtos = {_BASE_PORT + k: v for k, v in rto.bpf.items()}
         for k, f in enumerate(d["flows"]):
             if f["sender"] in mw_hosts:
                 cc_names[k] = bpfcc.BPF_CUBIC_MW
         daemons: dict[str, TerminalMiddleware] = {}
         with LinkEmulator(spec) as emu, CubicModuleParams(cubic_params), \
                 (bpfcc.BpfCubic(bpf_cubic) if bpf_cubic else contextlib.nullcontext()), \
-                (CwndClamp(f"run{run_id}", caps) if caps else contextlib.nullcontext()) as clamp, \
+                (CwndClamp(f"run{run_id}", caps, rtos=rtos) if caps or rtos else contextlib.nullcontext()) as clamp, \
                 (MiddlewareCC() if mw_hosts else contextlib.nullcontext()) as mwcc, contextlib.ExitStack() as stack:
             for i in net.interfaces.values():
                 address_iface(ns[i.host], i.dev, i.addr, i.routes)
@@ -257,6 +266,8 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                         "--start-s", str(f["start_s"]), "--until-s", str(d["duration_s"]),
                         "--size", str(f["size_bytes"]), "--interval-ms", str(interval_ms),
                         "--out", str(Path(tmp) / f"flow{k}.csv")]
+                if f["rto_max_ms"] != 120000.0:
+                    args += ["--rto-max-ms", str(int(f["rto_max_ms"]))]
                 if mptcp.is_mptcp(f):
                     pairs = [f"{sf.snd.addr}>{sf.rcv.addr}" for sf in net.subflows[k]]
                     args += ["--mptcp", "--subflows", ",".join(pairs)]
@@ -294,6 +305,9 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                         raise RuntimeError(f"flow {f['name']}: MPTCP receiver failed: {errtxt.strip()[-500:]}")
                     got = json.loads(out.strip().splitlines()[-1])
                     totals[k]["received_by_end_bytes"] = got["received_by_end_bytes"]
+            # The TcpExt counters of every TCP flow's namespaces, before they go (sto.py).
+            tcp_counters = {h: read_tcpext(ns[h]) for h in sorted({x for f in d["flows"] if not is_udp(f)
+                                                                   for x in (f["sender"], f["receiver"])})}
             devices = [{"name": i.device["name"], **device_stats(ns[i.host], i.dev)}
                        for i in net.interfaces.values() if i.device]
             link_stats = emu.stop()
@@ -324,12 +338,26 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                                                       for k, f in enumerate(d["flows"])},
              "cwnd_clamp": None if clamp_status is None else {"caps_by_port": clamp_status["caps"],
                                                               "applied_pkts": clamp_status["applied"]},
+             "rto_settings": {"how": {d["flows"][k]["name"]: h for k, h in rto.how.items()},
+                              "sender_rto_min_ms": rto.sysctl_min_ms,
+                              "bpf": None if clamp_status is None else {"rtos_by_port": clamp_status["rtos"],
+                                                                         "counts": clamp_status["rto_counts"]}},
+             "tcp_counters": tcp_counters,
              "deviations": net.deviations + flow_deviations(d)}
     if mw_status:
         extra["middleware"] = {"cap": sc.kernel.middleware_cap, "daemons": mw_status}
     paths = {k: [sf.path for sf in sfs] for k, sfs in net.subflows.items()}
     r = _result(sc, d, frames, totals, link_stats, links, knobs, extra, time.perf_counter() - t_wall, __version__,
                 paths)
+    # Spurious-timeout facts per TCP flow (sto.py): namespace counters only for a sender's sole TCP flow.
+    tcp_flows = [k for k, f in enumerate(d["flows"]) if not is_udp(f)]
+    for k in tcp_flows:
+        f = d["flows"][k]
+        if mptcp.is_mptcp(f):
+            continue  # several subflows: the ledger and tcp_info are per subflow, not attributed here
+        alone = sum(d["flows"][j]["sender"] == f["sender"] for j in tcp_flows) == 1
+        r.summary["flows"][k].update(flow_sto_facts(totals[k], link_stats.get("tcp", []), net.flows[k][1].addr,
+                                                    _BASE_PORT + k, tcp_counters[f["sender"]] if alone else None))
     if mw_frames:
         mwt = pd.concat(mw_frames, ignore_index=True).sort_values(["t_s", "host"], kind="stable", ignore_index=True)
         mwt.insert(0, "run", pd.Categorical([sc.name] * len(mwt)))

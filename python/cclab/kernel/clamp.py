@@ -1,4 +1,5 @@
-"""A per-flow congestion-window cap on the real kernel (the papers' "max window").
+"""Per-flow settings on the real kernel by BPF sock_ops: a congestion-window cap (the papers'
+"max window") and the initial and minimum RTO.
 
 ``CwndClamp`` makes a cgroup v2 directory ``cclab-<name>``, starts ``cclab-cwnd-clamp``
 (crates/cclab-bpf: a BPF sock_ops program calling ``bpf_setsockopt(TCP_BPF_SNDCWND_CLAMP)``) on
@@ -9,6 +10,11 @@ has a cap::
         subprocess.Popen(cmd, preexec_fn=clamp.preexec)   # the child and its children are capped
         clamp.set(5201, 40)                               # taken on the next ACK
     # detached, cgroup removed
+
+With ``rtos={port: (initial_ms, min_ms)}`` the same program gives new sockets on that port an
+initial RTO (its reply to BPF_SOCK_OPS_TIMEOUT_INIT, in jiffies: the kernel's HZ is read from its
+config, ``kernel_hz``) and a minimum RTO (TCP_BPF_RTO_MIN, which 6.18 takes only up to 200 ms);
+0 leaves either to the kernel.
 
 The S1 middleware uses the same object to move caps while flows run. Kernel semantics (Linux
 6.18, net/core/filter.c bpf_sol_tcp_setsockopt): the call sets ``snd_cwnd_clamp`` and also
@@ -29,11 +35,45 @@ from typing import Any
 from . import binaries, child
 from .netns import require_root
 
-__all__ = ["CwndClamp", "ClampError", "cgroup2_root", "clean_cgroups"]
+__all__ = ["CwndClamp", "ClampError", "cgroup2_root", "clean_cgroups", "kernel_hz", "is_built", "BPF_RTO_MIN_MAX_MS"]
 
 BINARY = "cclab-cwnd-clamp"
 BUILD_HINT = "build it with `cargo build --release -p cclab-bpf` (part of `make setup-test`; needs clang, libbpf-dev)"
 PREFIX = "cclab-"
+#: The largest minimum RTO TCP_BPF_RTO_MIN takes on Linux 6.18 (TCP_RTO_MIN, net/core/filter.c
+#: bpf_sol_tcp_setsockopt); a larger one is the namespace's sysctl tcp_rto_min_us.
+BPF_RTO_MIN_MAX_MS = 200.0
+
+
+def is_built() -> bool:
+    """Whether ``cclab-cwnd-clamp`` can be found."""
+    try:
+        binaries.find_binary(BINARY, "CCLAB_CWND_CLAMP", BUILD_HINT)
+        return True
+    except binaries.BinaryMissing:
+        return False
+
+
+def kernel_hz() -> int | None:
+    """The running kernel's CONFIG_HZ (timers and the initial RTO count in jiffies of 1/HZ s),
+    from /proc/config.gz or /boot/config-<release>; None when neither says."""
+    import gzip
+    import os
+
+    def scan(text: str) -> int | None:
+        for line in text.splitlines():
+            if line.startswith("CONFIG_HZ="):
+                return int(line.split("=", 1)[1])
+        return None
+
+    try:
+        return scan(gzip.decompress(Path("/proc/config.gz").read_bytes()).decode())
+    except OSError:
+        pass
+    try:
+        return scan(Path(f"/boot/config-{os.uname().release}").read_text())
+    except OSError:
+        return None
 
 
 class ClampError(RuntimeError):
@@ -91,13 +131,19 @@ class CwndClamp:
     """One running ``cclab-cwnd-clamp`` on its own cgroup; a context manager."""
 
     def __init__(self, name: str, caps: dict[int, int] | None = None, *, binary: Path | None = None,
-                 ready_timeout_s: float = 10.0) -> None:
+                 ready_timeout_s: float = 10.0, rtos: dict[int, tuple[float, float]] | None = None) -> None:
         if not name or not all(c.isalnum() or c in "-_" for c in name):
             raise ValueError(f"CwndClamp name must be letters, digits, '-' or '_', got {name!r}")
         for port, cap in (caps or {}).items():
             _check(port, cap)
+        for port, (initial_ms, min_ms) in (rtos or {}).items():
+            _check(port, 1)
+            if initial_ms < 0 or not 0 <= min_ms <= BPF_RTO_MIN_MAX_MS:
+                raise ValueError(f"port {port}: initial_ms must be >= 0 and min_ms 0..{BPF_RTO_MIN_MAX_MS:g} "
+                                 f"(what TCP_BPF_RTO_MIN takes), got {initial_ms}, {min_ms}")
         self.name = name
         self.initial = dict(caps or {})
+        self.rtos = dict(rtos or {})
         self.binary = binary
         self.ready_timeout_s = ready_timeout_s
         self.cgroup: Path | None = None
@@ -115,6 +161,15 @@ class CwndClamp:
         args = [str(binary), "--cgroup", str(self.cgroup)]
         for port, cap in self.initial.items():
             args += ["--set", f"{port}={cap}"]
+        for port, (initial_ms, min_ms) in self.rtos.items():
+            args += ["--rto", f"{port}={initial_ms:g},{min_ms:g}"]
+        if any(i > 0 for i, _ in self.rtos.values()):
+            hz = kernel_hz()
+            if hz is None:
+                self._remove_cgroup()
+                raise ClampError("an initial RTO is given in jiffies, and this kernel's CONFIG_HZ is not in "
+                                 "/proc/config.gz or /boot/config-<release>")
+            args += ["--hz", str(hz)]
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True)
         line = self._read_line(self.ready_timeout_s)
@@ -147,7 +202,8 @@ class CwndClamp:
         self._command(f"remove {port}")
 
     def status(self) -> dict[str, Any]:
-        """``{"caps": {port: cap}, "applied": [cap per socket capped so far]}``."""
+        """``{"caps": {port: cap}, "applied": [cap per socket capped so far], "rtos": {port:
+        [initial_jiffies, min_us]}, "rto_counts": {initial_replied, min_set, min_refused}}``."""
         return _status(self._command("status"))
 
     def close(self) -> dict[str, Any] | None:
@@ -199,5 +255,6 @@ def _check(port: int, cap: int) -> None:
 
 
 def _status(raw: dict[str, Any]) -> dict[str, Any]:
-    return {"caps": {int(p): c for p, c in raw["caps"].items()}, "applied": sorted(raw["applied"])}
+    return {"caps": {int(p): c for p, c in raw["caps"].items()}, "applied": sorted(raw["applied"]),
+            "rtos": {int(p): v for p, v in raw.get("rtos", {}).items()}, "rto_counts": raw.get("rto_counts", {})}
 

@@ -34,6 +34,9 @@ from .tcpinfo import TRACE_COLUMNS, read_tcp_info, read_wmem_alloc, to_trace_row
 __all__ = ["main"]
 
 _CHUNK = 1 << 16
+#: setsockopt(IPPROTO_TCP, TCP_RTO_MAX_MS) (include/uapi/linux/tcp.h, Linux 6.15+): the
+#: socket's maximum RTO, 1 s to 120 s.
+TCP_RTO_MAX_MS = 44
 
 
 def _wait_zero(go_file: str) -> float:
@@ -86,6 +89,8 @@ def _send(a: argparse.Namespace) -> None:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, a.mss)
     if a.sndbuf > 0:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, a.sndbuf)
+    if a.rto_max_ms > 0:
+        s.setsockopt(socket.IPPROTO_TCP, TCP_RTO_MAX_MS, a.rto_max_ms)
     zero = None
     if a.go_file:  # started by the kernel backend: wait for the run's time zero
         if a.ready_file:
@@ -109,6 +114,16 @@ def _send(a: argparse.Namespace) -> None:
     which = _subflow_map(a.subflows) if a.mptcp else {}
     last: dict[int, dict[str, int]] = {}  # subflow -> its latest tcp_info (kept if it closes early)
     strangers: set[str] = set()  # subflows on addresses of no path (should not happen)
+    # Where tcpi_total_rto grew: [[previous sample's t, this sample's t, total]], and its value at
+    # the first sample (the SYN's timeouts), for the spurious-timeout facts (sto.py).
+    rto = {"first": None, "last": 0, "last_t": 0.0, "windows": []}
+
+    def note_rto(t: float, total: int) -> None:
+        if rto["first"] is None:
+            rto["first"] = total
+        elif total > rto["last"]:
+            rto["windows"].append([rto["last_t"], t, total])
+        rto["last"], rto["last_t"] = total, t
 
     def sample_subflows() -> None:
         t = time.monotonic() - t0
@@ -130,7 +145,9 @@ def _send(a: argparse.Namespace) -> None:
             else:
                 ti = read_tcp_info(s)
                 ti["wmem_alloc"] = read_wmem_alloc(s)
-                rows.append(to_trace_row(time.monotonic() - t0, ti))
+                t = time.monotonic() - t0
+                note_rto(t, ti["total_rto"])
+                rows.append(to_trace_row(t, ti))
             nxt += period
             time.sleep(max(0.0, nxt - time.monotonic()))
 
@@ -146,6 +163,10 @@ def _send(a: argparse.Namespace) -> None:
             sent += n
         except socket.timeout:
             continue
+    # A fixed-size transfer ends when its last byte is acknowledged (tcpi_bytes_acked counts the
+    # SYN too), not when the socket took it: the trace and the timeout facts cover the transfer.
+    while not a.mptcp and a.size > 0 and time.monotonic() < end and read_tcp_info(s)["bytes_acked"] < a.size + 1:
+        time.sleep(a.interval_ms / 1000.0)
     if a.mptcp:
         stop.set()
         th.join()
@@ -156,7 +177,9 @@ def _send(a: argparse.Namespace) -> None:
         final = read_tcp_info(s)
         stop.set()
         th.join()
-        rows.append(to_trace_row(time.monotonic() - t0, final))
+        t = time.monotonic() - t0
+        note_rto(t, final["total_rto"])
+        rows.append(to_trace_row(t, final))
     with open(a.out, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=TRACE_COLUMNS + (["subflow"] if a.mptcp else []))
         w.writeheader()
@@ -165,7 +188,9 @@ def _send(a: argparse.Namespace) -> None:
     s.close()
     print(json.dumps({"sent_bytes": sent, "elapsed_s": elapsed, "connected_s": t_connected - t0, "samples": len(rows),
                       **{k: final[k] for k in ("bytes_acked", "total_retrans", "total_rto", "delivered_ce")},
-                      **({k: final[k] for k in ("subflows", "unknown_subflows")} if a.mptcp else {})}), flush=True)
+                      **({k: final[k] for k in ("subflows", "unknown_subflows")} if a.mptcp else {}),
+                      **({} if a.mptcp else {"first_total_rto": rto["first"] or 0, "rto_windows": rto["windows"]})}),
+          flush=True)
 
 
 def _mptcp_totals(info: dict[str, int], last: dict[int, dict[str, int]]) -> dict:
@@ -195,6 +220,7 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--cc", default="cubic")
     s.add_argument("--mss", type=int, default=0)
     s.add_argument("--sndbuf", type=int, default=0)
+    s.add_argument("--rto-max-ms", type=int, default=0, help="The socket's maximum RTO (TCP_RTO_MAX_MS); 0: 120 s.")
     s.add_argument("--duration", type=float, default=None, help="Send for this long after connecting.")
     s.add_argument("--go-file", default=None, help="Wait for the run's time zero (CLOCK_MONOTONIC s) in this file; "
                    "connect at zero + --start-s, stop at zero + --until-s; rows count from zero.")

@@ -32,7 +32,7 @@ import pandas as pd
 from .aggregate import write_table
 from .grid import RunSpec, derive_seed
 from .s3_model import StoModel
-from .s3_scenarios import BDP_PKTS, MOBILITIES, SIZES_BYTES, WTCP_INITIAL_CWND_PKTS, s3_scenario
+from .s3_scenarios import BDP_PKTS, MOBILITIES, MSS_BYTES, SIZES_BYTES, WTCP_INITIAL_CWND_PKTS, s3_scenario
 from .sweep import SweepResult, run_sweep
 
 __all__ = ["S3Config", "run_s3", "PAPER_RESULTS", "MODEL_CASES", "plan", "spike_time", "parity_scenario"]
@@ -54,7 +54,6 @@ MODEL_CASES = {"w0": float(WTCP_INITIAL_CWND_PKTS), "c/2": BDP_PKTS / 2, "c": fl
 
 #: Section 5's setting.
 MODEL_SIZE_BYTES = 300_000
-MSS_BYTES = 1448
 RTT_S = 0.3
 
 
@@ -131,6 +130,7 @@ def spike_time(case_w_pkts: float, ack_counting: str) -> float:
     d = _model_scenario(ack_counting, None, "frto+eifel", trace="ack")
     res = simulate(load_scenario(d))
     f = res.flows
+    f = f[f["inflight_pkts"] > 0]  # data in flight (after the handshake)
     hit = f[f["cwnd_pkts"] >= case_w_pkts]
     if hit.empty:
         raise ValueError(f"cwnd never reaches {case_w_pkts} packets on section 5's path")

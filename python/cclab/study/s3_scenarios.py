@@ -16,7 +16,7 @@ from typing import Any
 from .scenario_toml import to_toml
 
 __all__ = ["s3_scenario", "SHIPPED", "to_toml", "MOBILITIES", "SIZES_BYTES", "DETECTION", "BDP_PKTS",
-           "WTCP_MAX_CWND_PKTS", "WTCP_INITIAL_CWND_PKTS"]
+           "WTCP_MAX_CWND_PKTS", "WTCP_INITIAL_CWND_PKTS", "MSS_BYTES"]
 
 #: The paper's mobility classes (its Table 3), the radio link's presets.
 MOBILITIES = ("static-strong", "static-weak", "walking", "car", "express-train")
@@ -24,12 +24,14 @@ MOBILITIES = ("static-strong", "static-weak", "walking", "car", "express-train")
 #: The paper's content sizes (section 6: mail, web, video), kB = 1000 bytes.
 SIZES_BYTES = {"6KB": 6_000, "18KB": 18_000, "300KB": 300_000, "2MB": 2_000_000}
 
-#: W-TCP (the paper's ref. 17): cwnd at most 64 KB and an initial window of 4 KB, in 1448-byte
-#: segments (MTU 1500 with timestamps, which Eifel detection needs). The paper counts 44 packets.
+#: W-TCP (the paper's ref. 17; `profile = "w-tcp"`, docs/scenario.md): cwnd at most 64 KB and an
+#: initial window of 4 KB in 1460-byte segments (MTU 1500). The builder writes the fields out
+#: (section 5 caps cwnd at the BDP instead).
 WTCP_MAX_CWND_PKTS = 44
 WTCP_INITIAL_CWND_PKTS = 3
+MSS_BYTES = 1460
 
-#: The path's BDP at 384 kbit/s x 300 ms in 1448-byte segments (the paper: "at most 10 packets").
+#: The path's BDP at 384 kbit/s x 300 ms in 1460-byte segments (the paper: "at most 10 packets").
 BDP_PKTS = 10
 
 #: Spurious-timeout handling per setting: the paper's server with F-RTO and the Eifel response,
@@ -61,10 +63,11 @@ def s3_scenario(mobility: str = "static-weak", *, size_bytes: int = 0, connectio
     else:
         bottleneck |= {"rate_bps": 384_000, "delay_ms": 150, "reverse": {"rate_bps": 64_000}}
     if spike is not None:
-        # The model's spike: the downlink delivers nothing for tau. A packet leaving at t_s is
-        # held tau longer, and the link never reorders, so everything behind it waits too.
-        bottleneck["delay_spikes"] = [{"start_s": spike[0], "duration_s": 0.001, "extra_delay_ms": 1000 * spike[1]}]
-    flow: dict[str, Any] = {"name": "download", "cc": "reno", "size_bytes": size_bytes,
+        # The model's spike: the downlink delivers nothing for tau. The packets leaving in the
+        # spike's first 40 ms (a 1500-byte packet takes 31 ms at 384 kbit/s, so at least one) are
+        # held tau longer, and the link never reorders, so everything behind them waits too.
+        bottleneck["delay_spikes"] = [{"start_s": spike[0], "duration_s": 0.04, "extra_delay_ms": 1000 * spike[1]}]
+    flow: dict[str, Any] = {"name": "download", "cc": "reno", "size_bytes": size_bytes, "mss_bytes": MSS_BYTES,
                             "max_cwnd_pkts": max_cwnd_pkts, "initial_cwnd_pkts": initial_cwnd_pkts, "sack": True,
                             **DETECTION[detection]}
     if rto_ms is not None:

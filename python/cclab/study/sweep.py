@@ -27,7 +27,7 @@ __all__ = ["run_sweep", "run_one", "SweepResult", "path_mac"]
 
 #: Per-flow summary fields copied into a run's row.
 FLOW_METRICS = ("goodput_bps", "sent_pkts", "retrans_pkts", "rto_count", "fast_retransmit_count", "spurious_rto_count",
-                "undo_count", "mean_cwnd_pkts", "mean_srtt_ms")
+                "undo_count", "sto_count", "sto_detected", "spurious_retrans_pkts", "mean_cwnd_pkts", "mean_srtt_ms")
 
 
 #: A UDP flow's summary fields copied into a run's row, as udp_<name>.
@@ -98,8 +98,19 @@ def _metrics(result: Any) -> dict[str, Any]:
 def connections_table(summary: dict[str, Any]) -> pd.DataFrame | None:
     """Every workload connection of a run (summary.json's ``flows[].connections``), a row each with
     its flow's name; None when no flow has a workload."""
-    rows = [{"flow": f.get("flow")} | c for f in summary.get("flows", []) for c in f.get("connections") or []]
-    return pd.DataFrame(rows) if rows else None
+    rows = []
+    for f in summary.get("flows", []):
+        for c in f.get("connections") or []:
+            c = dict(c)
+            # Undetected spurious timeouts by reason, as a column per reason.
+            why = c.pop("sto_undetected", None) or {}
+            rows.append({"flow": f.get("flow")} | c | {f"sto_undetected_{k}": v for k, v in why.items()})
+    if not rows:
+        return None
+    t = pd.DataFrame(rows)
+    reasons = [c for c in t.columns if c.startswith("sto_undetected_")]
+    t[reasons] = t[reasons].fillna(0).astype("int64")
+    return t
 
 
 def _call(ref: str, flows: pd.DataFrame) -> pd.DataFrame:

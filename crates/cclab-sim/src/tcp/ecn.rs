@@ -222,6 +222,7 @@ impl Sender {
         self.tp.prior_ssthresh = 0;
         if self.tp.ca_state < CaState::Cwr {
             self.undo_marker = None;
+            self.sto.undo_owner.clear();
             let cwnd = self.tp.snd_cwnd;
             self.init_cwnd_reduction();
             self.set_ca_state(CaState::Cwr);
@@ -373,6 +374,10 @@ mod tests {
                 rto_min_us: 200_000,
                 rto_initial_us: 1_000_000,
                 rto_max_us: 120_000_000,
+                rto_min_mode: Default::default(),
+                eifel_detection: true,
+                dsack_undo: true,
+                sto_response: Default::default(),
                 size_bytes: u64::MAX,
                 hz: 1000,
                 ecn,

@@ -6,12 +6,13 @@ pub mod minmax;
 mod rack;
 pub mod receiver;
 mod recovery;
-mod rtt;
+pub mod rtt;
 mod sack;
 pub mod segment;
 pub mod sender;
 pub mod skb;
 pub mod sock;
+pub mod sto;
 #[cfg(test)]
 mod tests_rack;
 #[cfg(test)]

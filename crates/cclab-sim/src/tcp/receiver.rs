@@ -289,6 +289,12 @@ impl Receiver {
         }
     }
 
+    /// Whether it already holds the byte at `seq` (in order, or out of order): an arriving
+    /// segment that starts there is a duplicate (the world's STO accounting asks).
+    pub fn holds(&self, seq: u64) -> bool {
+        seq < self.rcv_nxt || self.ofo.iter().any(|r| r.start <= seq && seq < r.end)
+    }
+
     /// `tcp_send_dupack`: the answer to a segment `tcp_validate_incoming` dropped: quick ACKs
     /// and a D-SACK when it carried data we already have, then an ACK at once.
     fn send_dupack(&mut self, seq: u64, end: u64, out: &mut Vec<AckSeg>) {

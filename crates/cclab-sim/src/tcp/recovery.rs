@@ -163,6 +163,7 @@ impl Sender {
         self.event(SenderEvent::FastRetransmit, detail);
         self.tp.prior_ssthresh = 0;
         self.init_undo();
+        self.sto_on_enter_recovery();
         if !self.in_cwnd_reduction() {
             if !ece_ack {
                 self.tp.prior_ssthresh = self.tp.current_ssthresh();
@@ -253,18 +254,20 @@ impl Sender {
     /// `tcp_enter_loss`: an RTO fired.
     pub(crate) fn enter_loss(&mut self) {
         let new_recovery = self.tp.ca_state < CaState::Recovery;
+        let (prior_in_flight, prior_ssthresh) = (self.tp.packets_in_flight(), self.tp.snd_ssthresh);
         self.timeout_mark_lost();
         // Reduce ssthresh if it has not yet been made inside this window.
-        if self.tp.ca_state <= CaState::Disorder
+        let new_episode = self.tp.ca_state <= CaState::Disorder
             || self.tp.high_seq <= self.tp.snd_una
-            || (self.tp.ca_state == CaState::Loss && self.icsk_retransmits == 0)
-        {
+            || (self.tp.ca_state == CaState::Loss && self.icsk_retransmits == 0);
+        if new_episode {
             self.tp.prior_ssthresh = self.tp.current_ssthresh();
             self.tp.prior_cwnd = self.tp.snd_cwnd;
             self.tp.snd_ssthresh = self.cc.ssthresh(&mut self.tp);
             self.cc.cwnd_event(&mut self.tp, CaEvent::Loss);
             self.init_undo();
         }
+        self.sto_on_enter_loss(new_episode, prior_in_flight, prior_ssthresh);
         let cwnd = self.tp.packets_in_flight() + 1;
         self.tp.set_cwnd(cwnd);
         self.apply_cwnd_range();
@@ -278,7 +281,8 @@ impl Sender {
         self.tlp_high_seq = None;
         self.ecn_queue_cwr();
         // F-RTO RFC 5682 sec 3.1 step 1: retransmit SND.UNA if no previous loss recovery is
-        // underway except recurring timeout(s) on the same SND.UNA (sec 3.2).
+        // underway except recurring timeout(s) on the same SND.UNA (sec 3.2). (`frto` is false
+        // with sto_response = "reno": config validation.)
         self.frto = self.cfg.frto && (new_recovery || self.icsk_retransmits > 0);
     }
 
@@ -315,6 +319,7 @@ impl Sender {
             if self.tp.snd_nxt > self.tp.high_seq {
                 if f & flag::DATA_SACKED != 0 || num_dupack > 0 {
                     self.frto = false; // Step 3.a. loss was real
+                    self.sto_frto_abort("dupack");
                 }
             } else if f & flag::SND_UNA_ADVANCED != 0 && !recovered {
                 self.tp.high_seq = self.tp.snd_nxt;
@@ -325,6 +330,12 @@ impl Sender {
                     return;
                 }
                 self.frto = false;
+                let why = if self.tp.snd_nxt >= self.cfg.size_bytes {
+                    "fin"
+                } else {
+                    "no_window"
+                };
+                self.sto_frto_abort(why);
             }
         }
         if recovered {

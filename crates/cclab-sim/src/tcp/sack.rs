@@ -109,8 +109,9 @@ impl Sender {
         if dup_segs == 0 {
             return false; // Skip dubious DSACK.
         }
-        // D-SACK for already forgotten data... Do dumb counting.
-        if let Some(um) = self.undo_marker {
+        // D-SACK for already forgotten data... Do dumb counting. (Not with `dsack_undo` off:
+        // then no D-SACK is evidence for an undo.)
+        if let Some(um) = self.undo_marker.filter(|_| self.cfg.dsack_undo) {
             if self.undo_retrans > 0 && b0.end <= prior_snd_una && b0.end > um {
                 self.undo_retrans = (self.undo_retrans - dup_segs as i32).max(0);
             }
@@ -221,7 +222,7 @@ impl Sender {
         let mut sacked = skb.sacked;
         // Account D-SACK for retransmitted packet.
         if dup && sacked & EVER_RETRANS != 0 {
-            if let Some(um) = self.undo_marker {
+            if let Some(um) = self.undo_marker.filter(|_| self.cfg.dsack_undo) {
                 if self.undo_retrans > 0 && skb.end_seq > um {
                     self.undo_retrans -= 1;
                 }

@@ -86,6 +86,10 @@ pub enum SenderEvent {
     LossProbe,
     /// An ECE ACK started a window reduction (`tcp_enter_cwr`).
     Cwr,
+    /// A response other than Linux's set cwnd and ssthresh after a detected spurious timeout
+    /// (`sto.rs`; detail `response=<eifel|rfc2861> cwnd=<n> ssthresh=<n> in_flight=<n>
+    /// acked_pkts=<n>`).
+    StoResponse,
     /// The interface queue refused a segment (`NET_XMIT_DROP`; `tcp_enter_cwr`, resent later).
     LocalDrop,
 }
@@ -100,6 +104,7 @@ impl SenderEvent {
             SenderEvent::Undo => "undo",
             SenderEvent::LossProbe => "tlp",
             SenderEvent::Cwr => "cwr",
+            SenderEvent::StoResponse => "sto_response",
             SenderEvent::LocalDrop => "local_drop",
         }
     }
@@ -121,6 +126,14 @@ pub struct SenderConfig {
     pub rto_min_us: u64,
     pub rto_initial_us: u64,
     pub rto_max_us: u64,
+    /// How rto_min acts (`rtt.rs`).
+    pub rto_min_mode: crate::tcp::rtt::RtoMinMode,
+    /// Timestamp-based detection (RFC 3522: `tcp_packet_delayed`'s TSecr test).
+    pub eifel_detection: bool,
+    /// D-SACK-based detection (RFC 3708: D-SACKs count down `undo_retrans`).
+    pub dsack_undo: bool,
+    /// The response to a detected spurious timeout (`sto.rs`).
+    pub sto_response: crate::tcp::sto::StoResponse,
     /// Bytes the application sends; `u64::MAX` for bulk.
     pub size_bytes: u64,
     /// Kernel HZ (jiffies granularity).
@@ -235,6 +248,8 @@ pub struct Sender {
     pub below: super::tsq::BelowTcp,
     /// Events since the world last drained them: (time ns, kind, detail).
     pub events: Vec<(u64, SenderEvent, String)>,
+    /// The timeouts and their detection (`sto.rs`).
+    pub sto: super::sto::StoState,
 }
 
 impl Sender {
@@ -291,6 +306,7 @@ impl Sender {
             stats: SenderStats::default(),
             below: super::tsq::BelowTcp::new(cfg.stack),
             events: Vec::new(),
+            sto: Default::default(),
             cfg,
         }
     }
@@ -681,6 +697,7 @@ impl Sender {
     /// `__tcp_retransmit_skb`: resend the segment at `idx` (counted in total_retrans only).
     pub(crate) fn probe_retransmit(&mut self, idx: usize, out: &mut Vec<DataSeg>) {
         self.transmit(idx, true, out);
+        self.sto_on_retransmit();
         self.rtx.get_mut(idx).sacked |= EVER_RETRANS;
         self.stats.retrans_pkts += 1;
     }
@@ -762,6 +779,7 @@ impl Sender {
         self.tp.rx_saw_tstamp = self.cfg.timestamps;
         self.tp.rx_rcv_tsval = a.tsval;
         self.tp.rx_rcv_tsecr = a.tsecr;
+        self.sto.acked_pkts = 0;
         if ack < prior_snd_una {
             // tcp_ack's old_ack: if data was SACKed, tag it and see if we should send more
             // data; if data was D-SACKed, see if we can undo a cwnd reduction. (6.18 does not
@@ -813,6 +831,7 @@ impl Sender {
 
         // tcp_snd_una_update happens before SACK tagging, as in tcp_ack().
         self.tp.snd_una = ack;
+        self.sto.acked_pkts = (ack - prior_snd_una).div_ceil(self.cfg.mss_bytes as u64) as u32;
         let mut ss = SackState::default();
         if self.is_sack() && a.n_sack > 0 {
             self.sacktag(a, prior_snd_una, &mut flag, &mut ss);
@@ -1037,6 +1056,7 @@ impl Sender {
                     return;
                 }
                 self.frto = false;
+                self.sto_frto_abort("no_window");
                 self.xmit_retransmit_queue(out);
             }
             Rexmit::Lost => self.xmit_retransmit_queue(out),
@@ -1181,6 +1201,7 @@ impl Sender {
             return;
         }
         self.stats.rto_count += 1;
+        self.sto_on_rto();
         let detail = format!(
             "rto_ms={:.1} backoff={} cwnd={} snd_una={}",
             self.tp.icsk_rto_us as f64 / 1000.0,

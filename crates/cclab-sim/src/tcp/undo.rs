@@ -12,15 +12,19 @@ use super::rack::RACK_RECOVERY_THRESH;
 use super::sender::{Sender, SenderEvent};
 use crate::cc::CaState;
 use crate::tcp::skb::LOST;
+use crate::tcp::sto::StoResponse;
 
 impl Sender {
     /// `tcp_packet_delayed`: the ACK echoes a timestamp from before our first retransmission,
     /// so the original got through.
+    /// With `eifel_detection` off the TSecr test never passes (RFC 3522 switched off); the
+    /// nothing-retransmitted case, which reads no timestamp, stays.
     pub(crate) fn packet_delayed(&self) -> bool {
         if self.retrans_stamp != 0 {
-            return self
-                .rcv_tsecr
-                .is_some_and(|ecr| (ecr.wrapping_sub(self.retrans_stamp) as i32) < 0);
+            return self.cfg.eifel_detection
+                && self
+                    .rcv_tsecr
+                    .is_some_and(|ecr| (ecr.wrapping_sub(self.retrans_stamp) as i32) < 0);
         }
         // retrans_stamp is set on the first retransmission of an episode, so 0 normally means
         // nothing was retransmitted yet and the segment was merely delayed. Exception (1) of
@@ -62,8 +66,9 @@ impl Sender {
     /// `eifel`, `dsack`, `no_retrans`), `via` the kernel function that undid, `tcp_try_undo_<via>`
     /// (`loss`, `recovery`, `dsack`, `partial`; Linux counts them as TCPLossUndo, TCPFullUndo
     /// or TCPLossUndo in Loss, TCPDSACKUndo, TCPPartialUndo).
-    fn log_undo(&mut self, detector: &str, via: &str) {
+    fn log_undo(&mut self, detector: &'static str, via: &str) {
         self.stats.undo_count += 1;
+        self.sto_on_undo(detector);
         let detail = format!("detector={detector} via={via} state={:?}", self.tp.ca_state);
         self.event(SenderEvent::Undo, detail);
     }
@@ -76,7 +81,9 @@ impl Sender {
             }
             self.tp.lost_out = 0;
         }
-        if self.tp.prior_ssthresh != 0 {
+        if self.sto_undo_is_timeout() && self.cfg.sto_response != StoResponse::Linux {
+            self.sto_respond();
+        } else if self.tp.prior_ssthresh != 0 {
             let cwnd = self.cc.undo_cwnd(&mut self.tp);
             self.tp.set_cwnd(cwnd);
             if self.tp.prior_ssthresh > self.tp.snd_ssthresh {
@@ -86,6 +93,7 @@ impl Sender {
         }
         self.tp.snd_cwnd_stamp = self.tp.jiffies();
         self.undo_marker = None;
+        self.sto.undo_owner.clear();
         self.rack.advanced = true; // Force RACK to re-exam losses
     }
 

@@ -214,6 +214,10 @@ impl World {
         };
         let slots = || c.subflows.iter().map(|s| &self.flows[s.slot as usize]);
         let sum = |get: &dyn Fn(&super::FlowSlot) -> u64| slots().map(get).sum::<u64>();
+        let mut sto = super::sto::StoCounts::default();
+        for fl in slots() {
+            sto += fl.sto_counts();
+        }
         let subflows = c
             .subflows
             .iter()
@@ -247,6 +251,9 @@ impl World {
             fast_retransmit_count: sum(&|f| f.sender.stats.fast_retransmit_count),
             spurious_rto_count: sum(&|f| f.sender.stats.spurious_rto_count),
             undo_count: sum(&|f| f.sender.stats.undo_count),
+            sto_count: sto.sto_count,
+            sto_detected: sto.sto_detected,
+            spurious_retrans_pkts: sto.spurious_retrans_pkts,
             tlp_count: sum(&|f| f.sender.stats.tlp_count),
             cwr_count: sum(&|f| f.sender.stats.cwr_count),
             local_drop_count: sum(&|f| f.sender.below.local_drops),

@@ -323,6 +323,11 @@ impl Flow {
         self.set("workload", w)
     }
 
+    /// Any other flow field, as the scenario's JSON has it (e.g. `sto_response`).
+    pub fn field(self, key: &str, value: impl Into<Value>) -> Self {
+        self.set(key, value.into())
+    }
+
     /// Tail loss probes on or off.
     pub fn tlp(self, on: bool) -> Self {
         self.set("tlp", json!(on))
