@@ -176,6 +176,8 @@ def run(scenario: str, out_dir: str | None, seed: int | None, sets: tuple[str, .
             out.print(f"{f.name} subflow {sf['subflow']} ({'>'.join(sf['path'])}): "
                       f"{sf['goodput_bps'] / 1e6:.3f} Mbit/s, retrans {sf['retrans_pkts']} pkts, "
                       f"RTOs {sf.get('rto_count', 0)}, reinjected {sf.get('reinjected_pkts', 0)} pkts")
+        if "connections" in st:
+            out.print(workload_line(str(f.name), st["connections"]))
         if "udp" in st:
             u = st["udp"]
             owd = "" if u["owd_p50_ms"] is None else f", one-way delay p50 {u['owd_p50_ms']:.1f} ms, p99 {u['owd_p99_ms']:.1f} ms"
@@ -186,6 +188,16 @@ def run(scenario: str, out_dir: str | None, seed: int | None, sets: tuple[str, .
     run_info = res.summary["run"]
     done = (f"{run_info['events_processed']:,} events in " if "events_processed" in run_info else "ran in ")
     out.print(f"{done}{run_info['wall_time_s']:.2f} s; wrote {', '.join(p.name for p in paths.values())} to {target}/")
+
+
+def workload_line(name: str, conns: list[dict[str, Any]]) -> str:
+    """A workload's connections in one line: how many completed, their transfer times and RTOs."""
+    times = sorted(c["transfer_time_s"] for c in conns if c["transfer_time_s"] is not None)
+    med = f", transfer time median {times[len(times) // 2]:.2f} s, max {times[-1]:.2f} s" if times else ""
+    rtos = sum(c["rto_count"] for c in conns)
+    with_rto = sum(1 for c in conns if c["rto_count"])
+    return (f"{name}: {len(times)} of {len(conns)} connections completed{med}; {rtos} RTOs in "
+            f"{with_rto} connections")
 
 
 def mac_lines(summary: dict[str, Any]) -> list[str]:

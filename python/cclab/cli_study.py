@@ -35,7 +35,7 @@ def _print_outcome(study: str, res: Any, labels: tuple[str, ...]) -> None:
         t.add_column(col)
     for _, r in res.compare.iterrows():
         v = r["cclab"]
-        t.add_row(str(r["result"]), str(r["paper"]), "n/a" if v != v else f"{v:.3g}")
+        t.add_row(str(r["result"]), str(r["paper"]), v if isinstance(v, str) else "n/a" if v != v else f"{v:.3g}")
     out.print(t)
     out.print(f"{len(res.runs) + len(res.failures)} runs in {res.wall_s:.1f} s ({len(res.failures)} failed); "
               f"report: {res.out_dir / 'report.html'}")
@@ -66,6 +66,7 @@ Examples:
   cclab study s0 --reps 3 --jobs 8 --executor ray
   cclab study s1 --quick -o out/s1-quick   # S1: terminals on one WLAN AP
   cclab study s2 --quick -o out/s2-quick   # S2: MPTCP applications and TCP Small Queues
+  cclab study s3 --quick -o out/s3-quick   # S3: spurious timeouts on a 3G link
   cclab study s4 --quick -o out/s4-quick   # S4: TCP over an 802.11s mesh chain
 """
 )
@@ -186,6 +187,39 @@ def s2(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: 
     cfg = S2Config.make(quick=quick, reps=reps, jobs=jobs, executor=executor)
     res = _run_with_progress("s2", run_s2, out_dir, cfg)
     _print_outcome("S2", res, ("part", "setup", "cc", "tsq", "loss", "rep"))
+
+
+@study.command(
+    epilog="""\b
+Examples:
+  cclab study s3 -o out/s3                 # the full S3 study (RTO sweep, detection, model)
+  cclab study s3 --quick -o out/s3-quick   # a reduced grid in seconds
+  sudo cclab study s3 --backend kernel --quick -o out/s3-kernel   # with the kernel parity part
+  cclab run s3-walk-2MB --set flows[0].frto=false --set flows[0].rto_profile=proposed   # one run
+"""
+)
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), default="out/s3", show_default=True,
+              help="Output directory (tables/, figures/, report.html, cache/).")
+@click.option("--reps", type=click.IntRange(min=1), default=None, help="Runs per point (default 3; 1 with --quick).")
+@click.option("--quick", is_flag=True, help="Two RTO values, two mobility classes, two sizes, fewer connections.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Parallel runs (default: every core).")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="local processes, or a Ray cluster (pip install 'cclab[ray]').")
+@click.option("--backend", type=click.Choice(["sim", "kernel"]), default="sim", show_default=True,
+              help="kernel: also run the kernel parity part (D) on this machine's kernel (root; real time, one run at "
+                   "a time); parts A-C stay on the simulator (their workloads are simulator-only).")
+def s3(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: str, backend: str) -> None:
+    """S3: spurious retransmission timeouts on a 3G radio link. The STO share against the RTO
+    (Fig. 2), F-RTO with the Eifel response against neither per mobility class and content size
+    (Figs. 6-8), the analytic model against the simulation (Figs. 4-5), and the paper's results
+    beside ours."""
+    from .study.s3 import S3Config, run_s3
+
+    if backend == "kernel":
+        _require_root()
+    cfg = S3Config.make(quick=quick, reps=reps, jobs=jobs, executor=executor, backend=backend)
+    res = _run_with_progress("s3", run_s3, out_dir, cfg)
+    _print_outcome("S3", res, ("part", "mobility", "rto_s", "size", "profile", "detection", "case", "rep"))
 
 
 @study.command(

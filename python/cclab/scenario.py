@@ -587,6 +587,36 @@ _TCP_ONLY = ("cc", "cc_params", "mss_bytes", "initial_cwnd_pkts", "max_cwnd_pkts
              "profile", "ecn", "reverse_path", "handshake")
 
 
+class SizeBin(_Model):
+    """A bin of a workload's size mix: chosen with probability share / (sum of shares), the size
+    uniform in [min_bytes, max_bytes]."""
+
+    min_bytes: int = Field(ge=1)
+    max_bytes: int = Field(ge=1)
+    share: float = Field(gt=0)
+
+    @model_validator(mode="after")
+    def _order(self) -> "SizeBin":
+        if self.max_bytes < self.min_bytes:
+            raise ValueError(f"max_bytes ({self.max_bytes}) must be at least min_bytes ({self.min_bytes})")
+        return self
+
+
+class Workload(_Model):
+    """Connections opened one after another by one flow (crates/cclab-sim/src/workload.rs): each a
+    fresh TCP connection of its own size, the next starting ``think_time_s`` after the previous one
+    completed. Simulator only."""
+
+    connections: int = Field(default=1, ge=1, le=100_000)
+    #: "fixed" (every connection sends the flow's size_bytes), "web" (the S3 paper's mix of web
+    #: content sizes: 0-50 kB 66 %, 50-100 kB 22 %, 100-150 kB 7 %, 150-200 kB 2 %, 500 kB-1 MB 2 %)
+    #: or a list of bins.
+    sizes: Literal["fixed", "web"] | list[SizeBin] = "fixed"
+    think_time_s: float = Field(default=0.0, ge=0)
+    #: "fixed", or "exponential" with mean think_time_s.
+    think_time_dist: Literal["fixed", "exponential"] = "fixed"
+
+
 class Flow(_Model):
     """One flow: a TCP connection (the default), or with ``transport = "udp"`` a constant-bit-rate
     UDP stream of ``payload_bytes`` datagrams at ``rate_bps`` (docs/scenario.md lists every field)."""
@@ -660,6 +690,9 @@ class Flow(_Model):
     #: Multipath TCP only (required): one subflow per entry, each the nodes its data crosses,
     #: sender first, receiver last; its ACKs return on it reversed.
     paths: list[list[str]] | None = Field(default=None, min_length=1, max_length=8)
+    #: TCP only: connections one after another, each with its own size (``[flows.workload]``;
+    #: docs/scenario.md "Workloads"); None: one connection.
+    workload: Workload | None = None
 
     @model_validator(mode="after")
     def _transport_fields(self) -> "Flow":
@@ -686,6 +719,11 @@ class Flow(_Model):
                                      "(each subflow's ACKs return on its path reversed)")
         elif self.paths is not None:
             raise ValueError('paths is only for transport = "mptcp" (a TCP or UDP flow takes one path)')
+        if self.workload is not None:
+            if self.transport != "tcp":
+                raise ValueError('workload is only for a TCP flow (transport = "tcp")')
+            if self.workload.sizes == "fixed" and self.size_bytes == 0 and self.workload.connections > 1:
+                raise ValueError("workload: several connections need a size: give size_bytes or workload.sizes")
         return self
 
     @model_validator(mode="after")

@@ -28,7 +28,7 @@ impl ConfigError {
     }
 }
 
-fn err(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
+pub(crate) fn err(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
     ConfigError {
         field: field.into(),
         message: message.into(),
@@ -256,6 +256,10 @@ pub struct FlowSpec {
     /// sender first, receiver last; its ACKs come back the same way, reversed.
     #[serde(default)]
     pub paths: Option<Vec<Vec<String>>>,
+    /// TCP only: connections opened one after another, each with its own size
+    /// (`crate::workload`); None: one connection.
+    #[serde(default)]
+    pub workload: Option<crate::workload::Workload>,
 }
 
 /// The most subflows one Multipath TCP connection may have (Linux's `MPTCP_PM_MAX_ADDR`-sized
@@ -468,6 +472,15 @@ impl Scenario {
             }
             check_nonneg(&format!("{p}.start_s"), f.start_s)?;
             f.check_transport(&p)?;
+            if let Some(w) = &f.workload {
+                if f.transport != crate::udp::Transport::Tcp {
+                    return Err(err(
+                        format!("{p}.workload"),
+                        "only for a TCP flow (transport = \"tcp\")",
+                    ));
+                }
+                w.validate(&p, f.size_bytes)?;
+            }
             for (n, v) in [
                 ("rto_min_ms", f.rto_min_ms),
                 ("rto_initial_ms", f.rto_initial_ms),

@@ -27,6 +27,7 @@ pub mod mptcp;
 pub mod tcp;
 pub mod trace;
 pub mod udp;
+pub mod workload;
 pub mod world;
 
 use serde::Serialize;
@@ -106,6 +107,43 @@ pub struct FlowStats {
     /// sums over its subflows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subflows: Option<Vec<SubflowStats>>,
+    /// A workload's connections that started, in order (None for a lone connection: the key
+    /// is left out). The flow's own counters are then the sums over them, its goodput the bytes
+    /// delivered over the time from its start to its last completion (think times included).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections: Option<Vec<ConnStats>>,
+}
+
+/// One connection of a flow's workload in the summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConnStats {
+    /// Its index in the sequence (the events' `conn=`).
+    pub conn: u32,
+    /// What it had to send.
+    pub size_bytes: u64,
+    pub start_s: f64,
+    /// When its sender was established (its handshake done; None: never).
+    pub established_s: Option<f64>,
+    /// When its receiver had every byte (None: not by the end of the run).
+    pub completion_s: Option<f64>,
+    /// `completion_s - start_s`: what a user timing the download sees.
+    pub transfer_time_s: Option<f64>,
+    pub delivered_bytes: u64,
+    /// `delivered_bytes` * 8 / (completion, or the end of the run, less its start).
+    pub goodput_bps: f64,
+    pub sent_pkts: u64,
+    pub retrans_pkts: u64,
+    pub rto_count: u64,
+    pub spurious_rto_count: u64,
+    pub undo_count: u64,
+    /// Its spurious RTOs by ground truth, those detected, and their unneeded retransmissions
+    /// (as the flow's fields of the same names).
+    pub sto_count: u64,
+    pub sto_detected: u64,
+    pub spurious_retrans_pkts: u64,
+    /// Its undetected spurious RTOs by reason (the `sto` rows' `undetected`: `fin`, `no_window`,
+    /// `dupack`, `timestamps_off`, `detection_off`, `run_end`, `other`).
+    pub sto_undetected: std::collections::BTreeMap<&'static str, u64>,
 }
 
 /// One subflow of a Multipath TCP connection in the summary (the kernel backend writes the

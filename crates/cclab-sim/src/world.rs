@@ -114,8 +114,23 @@ struct FlowSlot {
     local_drops_seen: u64,
     /// A Multipath TCP subflow: (its connection in `World::conns`, its index k there).
     conn: Option<(u32, u8)>,
+    /// One connection of a flow's workload (`crate::workload`); None for a lone connection.
+    seq: Option<ConnSeq>,
     /// Ground truth of its RTOs (`world/sto.rs`).
     sto: sto::StoBook,
+}
+
+/// Where a slot stands in its flow's sequence of connections.
+#[derive(Debug, Clone, Copy)]
+struct ConnSeq {
+    /// Its index in the sequence (the events' `conn=`).
+    k: u32,
+    /// The next connection's slot, and the think time before it starts; None for the last.
+    next: Option<(u32, u64)>,
+    /// The next connection was scheduled (this one completed).
+    chained: bool,
+    /// The next connection started: the flows trace follows that one now.
+    superseded: bool,
 }
 
 /// A UDP flow: its application at each end.
@@ -268,7 +283,7 @@ impl World {
             }
         };
         let hz = sc.sim.kernel_hz;
-        let mut flows = Vec::new();
+        let mut flows: Vec<FlowSlot> = Vec::new();
         let mut udp = Vec::new();
         let mut routes = Vec::with_capacity(2 * sc.flows.len());
         let agent_hosts = sc.middleware_hosts();
@@ -284,7 +299,7 @@ impl World {
             .zip(&sc.flows)
             .map(|(r, f)| match f.transport {
                 Transport::Udp => 0,
-                Transport::Tcp => 1,
+                Transport::Tcp => f.workload.as_ref().map_or(1, |w| w.connections as usize),
                 Transport::Mptcp => r.subflows.len(),
             })
             .sum();
@@ -320,20 +335,32 @@ impl World {
             tcp_slot.push(Some(flows.len() as u32));
             // A TCP flow is one leg on its route; a Multipath TCP connection one per subflow.
             let mptcp = f.transport == Transport::Mptcp;
+            // A workload's connections are legs one after another on the same route, each with
+            // its size and the think time before it.
+            let draws: Vec<(u64, u64)> = match &f.workload {
+                Some(w) => w.draw(
+                    f.size_bytes,
+                    &mut rng::stream(sc.seed, &format!("{}.workload", f.name)),
+                ),
+                None => vec![(f.size_bytes, 0)],
+            };
             let legs: Vec<&crate::lower::FlowRoute> = if mptcp {
                 r0.subflows.iter().collect()
             } else {
-                vec![r0]
+                vec![r0; draws.len()]
             };
+            let sequence = f.workload.is_some();
             let conn_start_ns = s_to_ns(f.start_s);
             let mut join_ns = conn_start_ns;
             let first_slot = flows.len() as u32;
-            let size_bytes = if f.size_bytes == 0 {
-                u64::MAX
-            } else {
-                f.size_bytes
-            };
+            let sized = |b: u64| if b == 0 { u64::MAX } else { b };
+            let size_bytes = sized(f.size_bytes);
             for (k, r) in legs.iter().enumerate() {
+                let size_bytes = if sequence {
+                    sized(draws[k].0)
+                } else {
+                    size_bytes
+                };
                 let (fwd, rev): (Vec<SimHop>, Vec<SimHop>) = if mptcp {
                     (
                         device_hop(r.sender_device)
@@ -352,9 +379,14 @@ impl World {
                 // The handshake's RTT on the idle path: propagation both ways plus the serialisation
                 // of a 60-byte SYN and SYN-ACK (20 B IP + 40 B TCP with options) on every hop.
                 let syn_rtt_ns: u64 = fwd.iter().chain(rev).map(syn_ns).sum();
-                let fwd_route = routes.len() as u32;
-                routes.push(fwd.clone());
-                routes.push(rev.clone());
+                // The connections of a workload share their flow's two routes.
+                let fwd_route = if sequence && k > 0 {
+                    flows[first_slot as usize].fwd_route
+                } else {
+                    routes.push(fwd.clone());
+                    routes.push(rev.clone());
+                    routes.len() as u32 - 2
+                };
                 let stack = net.stacks.get(&f.sender).copied().unwrap_or_default();
                 let algo = cc::build(&f.cc, &f.cc_params).map_err(|e| {
                     SimError::Config(crate::config::cc_error(&format!("flows[{i}]"), &e))
@@ -421,6 +453,8 @@ impl World {
                 };
                 sender.tp.prandom_state = if k == 0 {
                     cclab_net::rng::stream_seed(sc.seed, &format!("{}.cc", f.name))
+                } else if sequence {
+                    cclab_net::rng::stream_seed(sc.seed, &format!("{}.c{k}.cc", f.name))
                 } else {
                     cclab_net::rng::stream_seed(sc.seed, &format!("{}.{k}.cc", f.name))
                 };
@@ -445,10 +479,24 @@ impl World {
                 if k == 0 {
                     join_ns = conn_start_ns + syn_rtt_ns;
                 }
-                // With the handshake a later subflow starts when subflow 0 is established.
-                if k == 0 || !f.handshake {
-                    q.push(start_ns, Event::AppStart(flows.len() as u32));
-                }
+                // With the handshake a later subflow starts when subflow 0 is established; a
+                // workload's later connections start when the one before completes.
+                let start_ns = if sequence && k > 0 {
+                    u64::MAX
+                } else {
+                    if k == 0 || !f.handshake {
+                        q.push(start_ns, Event::AppStart(flows.len() as u32));
+                    }
+                    start_ns
+                };
+                let seq = sequence.then(|| ConnSeq {
+                    k: k as u32,
+                    next: draws
+                        .get(k + 1)
+                        .map(|&(_, think_ns)| (flows.len() as u32 + 1, think_ns)),
+                    chained: false,
+                    superseded: false,
+                });
                 let hs = f.handshake.then(|| {
                     Box::new(handshake_glue::Handshake::new(
                         f.sack,
@@ -477,6 +525,7 @@ impl World {
                     local_drops_seen: 0,
                     device,
                     conn: mptcp.then_some((conns.len() as u32, k as u8)),
+                    seq,
                     sto: Default::default(),
                 });
             }
@@ -588,11 +637,15 @@ impl World {
                 Event::LinkArrival(l) => self.on_link_arrival(t, l),
                 Event::SenderTimer(f) => self.on_sender_timer(t, f),
                 Event::ReceiverTimer(f) => self.on_receiver_timer(t, f),
-                Event::AppStart(f) if self.flows[f as usize].hs.is_some() => self.hs_connect(t, f),
+                Event::AppStart(f) if self.flows[f as usize].hs.is_some() => {
+                    self.begin_connection(t, f);
+                    self.hs_connect(t, f)
+                }
                 Event::AppStart(f) if self.flows[f as usize].conn.is_some() => {
                     self.mptcp_start(t, f)
                 }
                 Event::AppStart(f) => {
+                    self.begin_connection(t, f);
                     self.start_sender(t, f);
                     self.after_sender(t, f, false);
                 }
@@ -726,6 +779,9 @@ impl World {
                 if self.flows[fi].conn.is_some() {
                     self.mptcp_delivered(t, p.flow, &mut buf);
                 }
+                if self.flows[fi].seq.is_some() {
+                    self.chain_connection(fi);
+                }
                 self.send_acks(t, p.flow, &mut buf);
                 self.ack_buf = buf;
                 self.after_receiver(p.flow);
@@ -803,8 +859,12 @@ impl World {
             seq
         );
         if let Segment::Data(_) | Segment::Ack(_) = d.pkt.seg {
-            if let Some((_, k)) = self.flows[d.pkt.flow as usize].conn {
+            let fl = &self.flows[d.pkt.flow as usize];
+            if let Some((_, k)) = fl.conn {
                 detail.push_str(&format!(" subflow={k}"));
+            }
+            if let Some(c) = fl.seq {
+                detail.push_str(&format!(" conn={}", c.k));
             }
         }
         self.events.push(t, id as i32, kind, detail);
@@ -967,6 +1027,40 @@ impl World {
         self.send_data(t, f, &mut buf);
         self.data_buf = buf;
         wrote
+    }
+
+    /// A workload's connection `f` starts: the one before it leaves the flows trace, and it
+    /// says so in the events (`conn_start`, detail `conn=<k> size_bytes=<n>`).
+    fn begin_connection(&mut self, t: u64, f: u32) {
+        let Some(c) = self.flows[f as usize].seq else {
+            return;
+        };
+        self.flows[f as usize].start_ns = t;
+        if c.k > 0 {
+            if let Some(prev) = self.flows[f as usize - 1].seq.as_mut() {
+                prev.superseded = true;
+            }
+        }
+        let fl = &self.flows[f as usize];
+        let detail = format!("conn={} size_bytes={}", c.k, fl.sender.cfg.size_bytes);
+        self.events.push(t, fl.id as i32, "conn_start", detail);
+    }
+
+    /// After data reached connection `fi`'s receiver: once it has every byte, the next
+    /// connection of the workload starts a think time later.
+    fn chain_connection(&mut self, fi: usize) {
+        let fl = &mut self.flows[fi];
+        let (Some(c), Some(done)) = (fl.seq.as_mut(), fl.receiver.completion_ns) else {
+            return;
+        };
+        if c.chained {
+            return;
+        }
+        c.chained = true;
+        if let Some((next, think_ns)) = c.next {
+            self.q
+                .push(done.saturating_add(think_ns), Event::AppStart(next));
+        }
     }
 
     /// Record the RTOs flow slot `f`'s sender took in its last call (before their
@@ -1156,10 +1250,12 @@ impl World {
         self.q
             .set(Event::SenderTimer(f), fl.sender.timer_deadline_ns());
         for (et, kind, detail) in fl.sender.events.drain(..) {
-            let detail = match fl.conn {
-                // A subflow's events name it (docs/design.md, "Trace schema").
-                Some((_, k)) => format!("{detail} subflow={k}"),
-                None => detail,
+            let detail = match (fl.conn, fl.seq) {
+                // A subflow's events name it (docs/design.md, "Trace schema"), and so do a
+                // workload's connections.
+                (Some((_, k)), _) => format!("{detail} subflow={k}"),
+                (None, Some(c)) => format!("{detail} conn={}", c.k),
+                (None, None) => detail,
             };
             self.events.push(et, fl.id as i32, kind.name(), detail);
         }
@@ -1183,6 +1279,9 @@ impl World {
 
     fn record_flow(&mut self, t: u64, f: u32) {
         let fl = &mut self.flows[f as usize];
+        if fl.seq.is_some_and(|c| c.superseded) {
+            return; // the flows trace follows a workload's newest connection
+        }
         let s = &fl.sender;
         let tp = &s.tp;
         fl.last_traced = Some((tp.snd_cwnd, tp.snd_ssthresh, tp.ca_state as u8));
@@ -1222,48 +1321,23 @@ impl World {
             fl.sto_finish();
             fl.sto_rows(&mut self.events);
         }
-        let mut flow_stats: Vec<(u32, crate::FlowStats)> = self
-            .flows
-            .iter()
-            .filter(|fl| fl.conn.is_none())
-            .map(|fl| {
-                let end = fl.receiver.completion_ns.unwrap_or(end_ns);
-                let secs = end.saturating_sub(fl.start_ns) as f64 * 1e-9;
-                let delivered = fl.receiver.delivered_bytes;
-                let sto = fl.sto_counts();
-                let stats = crate::FlowStats {
-                    flow: fl.name.clone(),
-                    goodput_bps: if secs > 0.0 {
-                        delivered as f64 * 8.0 / secs
-                    } else {
-                        0.0
-                    },
-                    delivered_bytes: delivered,
-                    retrans_pkts: fl.sender.stats.retrans_pkts,
-                    rto_count: fl.sender.stats.rto_count,
-                    fast_retransmit_count: fl.sender.stats.fast_retransmit_count,
-                    spurious_rto_count: fl.sender.stats.spurious_rto_count,
-                    undo_count: fl.sender.stats.undo_count,
-                    sto_count: sto.sto_count,
-                    sto_detected: sto.sto_detected,
-                    spurious_retrans_pkts: sto.spurious_retrans_pkts,
-                    tlp_count: fl.sender.stats.tlp_count,
-                    cwr_count: fl.sender.stats.cwr_count,
-                    local_drop_count: fl.sender.below.local_drops,
-                    sent_pkts: fl.sender.stats.sent_pkts,
-                    acks_sent: fl.receiver.acks_sent,
-                    start_s: fl.start_ns as f64 * 1e-9,
-                    completion_s: fl.receiver.completion_ns.map(|c| c as f64 * 1e-9),
-                    established_s: match &fl.hs {
-                        Some(h) => h.established_ns.map(|e| e as f64 * 1e-9),
-                        None => Some(fl.start_ns as f64 * 1e-9),
-                    },
-                    udp: None,
-                    subflows: None,
-                };
-                (fl.id, stats)
-            })
-            .collect();
+        let mut flow_stats: Vec<(u32, crate::FlowStats)> = Vec::new();
+        let mut i = 0;
+        while i < self.flows.len() {
+            let fl = &self.flows[i];
+            if fl.conn.is_some() {
+                i += 1;
+                continue;
+            }
+            // A workload's connections are consecutive slots; a lone connection is one slot.
+            let n = if fl.seq.is_some() {
+                self.flows[i..].iter().take_while(|g| g.id == fl.id).count()
+            } else {
+                1
+            };
+            flow_stats.push((fl.id, tcp_flow_stats(&self.flows[i..i + n], end_ns)));
+            i += n;
+        }
         flow_stats.extend(
             self.conns
                 .iter()
@@ -1300,6 +1374,93 @@ impl World {
     }
 }
 
+/// A TCP flow's summary row from its slots: one, or a workload's connections (those that
+/// started are listed, and the counters summed over them).
+fn tcp_flow_stats(slots: &[FlowSlot], end_ns: u64) -> crate::FlowStats {
+    let first = &slots[0];
+    let started: Vec<&FlowSlot> = slots.iter().filter(|s| s.start_ns <= end_ns).collect();
+    let sum = |get: &dyn Fn(&FlowSlot) -> u64| started.iter().map(|s| get(s)).sum::<u64>();
+    let rate = |bytes: u64, from: u64, to: u64| {
+        let secs = to.saturating_sub(from) as f64 * 1e-9;
+        if secs > 0.0 {
+            bytes as f64 * 8.0 / secs
+        } else {
+            0.0
+        }
+    };
+    let all_done =
+        started.len() == slots.len() && started.iter().all(|s| s.receiver.completion_ns.is_some());
+    let completion_ns = all_done
+        .then(|| slots[slots.len() - 1].receiver.completion_ns)
+        .flatten();
+    let delivered = sum(&|s| s.receiver.delivered_bytes);
+    let mut sto = sto::StoCounts::default();
+    for s in &started {
+        sto += s.sto_counts();
+    }
+    // When the sender was established (`start_s` for a flow without a handshake).
+    let established_s = |s: &FlowSlot| match &s.hs {
+        Some(h) => h.established_ns.map(|e| e as f64 * 1e-9),
+        None => Some(s.start_ns as f64 * 1e-9),
+    };
+    let connections = first.seq.map(|_| {
+        started
+            .iter()
+            .map(|s| {
+                let done = s.receiver.completion_ns;
+                let st = s.sto_counts();
+                crate::ConnStats {
+                    conn: s.seq.map_or(0, |c| c.k),
+                    size_bytes: s.sender.cfg.size_bytes,
+                    start_s: s.start_ns as f64 * 1e-9,
+                    established_s: established_s(s),
+                    completion_s: done.map(|c| c as f64 * 1e-9),
+                    transfer_time_s: done.map(|c| c.saturating_sub(s.start_ns) as f64 * 1e-9),
+                    delivered_bytes: s.receiver.delivered_bytes,
+                    goodput_bps: rate(
+                        s.receiver.delivered_bytes,
+                        s.start_ns,
+                        done.unwrap_or(end_ns),
+                    ),
+                    sent_pkts: s.sender.stats.sent_pkts,
+                    retrans_pkts: s.sender.stats.retrans_pkts,
+                    rto_count: s.sender.stats.rto_count,
+                    spurious_rto_count: s.sender.stats.spurious_rto_count,
+                    undo_count: s.sender.stats.undo_count,
+                    sto_count: st.sto_count,
+                    sto_detected: st.sto_detected,
+                    spurious_retrans_pkts: st.spurious_retrans_pkts,
+                    sto_undetected: s.sto_undetected(),
+                }
+            })
+            .collect()
+    });
+    crate::FlowStats {
+        flow: first.name.clone(),
+        goodput_bps: rate(delivered, first.start_ns, completion_ns.unwrap_or(end_ns)),
+        delivered_bytes: delivered,
+        retrans_pkts: sum(&|s| s.sender.stats.retrans_pkts),
+        rto_count: sum(&|s| s.sender.stats.rto_count),
+        fast_retransmit_count: sum(&|s| s.sender.stats.fast_retransmit_count),
+        spurious_rto_count: sum(&|s| s.sender.stats.spurious_rto_count),
+        undo_count: sum(&|s| s.sender.stats.undo_count),
+        sto_count: sto.sto_count,
+        sto_detected: sto.sto_detected,
+        spurious_retrans_pkts: sto.spurious_retrans_pkts,
+        tlp_count: sum(&|s| s.sender.stats.tlp_count),
+        cwr_count: sum(&|s| s.sender.stats.cwr_count),
+        local_drop_count: sum(&|s| s.sender.below.local_drops),
+        sent_pkts: sum(&|s| s.sender.stats.sent_pkts),
+        acks_sent: sum(&|s| s.receiver.acks_sent),
+        start_s: first.start_ns as f64 * 1e-9,
+        completion_s: completion_ns.map(|c| c as f64 * 1e-9),
+        established_s: established_s(first),
+        udp: None,
+        subflows: None,
+        connections,
+    }
+}
+
 /// A UDP flow's summary row: its goodput is the rate received over its sending time; it has no
 /// retransmissions, timeouts or ACKs. A sized stream completes when its last datagram arrives
 /// and every one has.
@@ -1332,6 +1493,7 @@ fn udp_flow_stats(u: &UdpSlot) -> crate::FlowStats {
         established_s: None,
         udp: Some(st),
         subflows: None,
+        connections: None,
     }
 }
 

@@ -83,6 +83,10 @@ def parity(sc: Scenario) -> list[str]:
         ):
             if f[key] != ok:
                 problems.append(f"{where}.{key} = {f[key]}: {msg}; use the simulator backend")
+        w = f.get("workload")
+        if w and (w["connections"] > 1 or w["sizes"] != "fixed"):
+            problems.append(f"{where}.workload: connections one after another are simulator-only; use the "
+                            "simulator backend (or one flow per transfer)")
         if f["ecn"] == "low":
             problems.append(f"{where}.ecn = 'low': google/bbr's ecn_low route feature (precise CE echo) is not in "
                             "upstream Linux 6.18; use ecn = 'on' (RFC 3168) or the simulator backend")

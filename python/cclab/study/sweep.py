@@ -95,6 +95,24 @@ def _metrics(result: Any) -> dict[str, Any]:
     return m
 
 
+def connections_table(summary: dict[str, Any]) -> pd.DataFrame | None:
+    """Every workload connection of a run (summary.json's ``flows[].connections``), a row each with
+    its flow's name; None when no flow has a workload."""
+    rows = []
+    for f in summary.get("flows", []):
+        for c in f.get("connections") or []:
+            c = dict(c)
+            # Undetected spurious timeouts by reason, as a column per reason.
+            why = c.pop("sto_undetected", None) or {}
+            rows.append({"flow": f.get("flow")} | c | {f"sto_undetected_{k}": v for k, v in why.items()})
+    if not rows:
+        return None
+    t = pd.DataFrame(rows)
+    reasons = [c for c in t.columns if c.startswith("sto_undetected_")]
+    t[reasons] = t[reasons].fillna(0).astype("int64")
+    return t
+
+
 def _call(ref: str, flows: pd.DataFrame) -> pd.DataFrame:
     mod, _, name = ref.partition(":")
     return getattr(importlib.import_module(mod), name)(flows)
@@ -122,7 +140,9 @@ def run_one(spec: RunSpec, cache_dir: str | None) -> dict[str, Any]:
     cache = Path(cache_dir) / key if cache_dir else None
     need = ["result.json"] + (["flows.parquet"] if spec.keep_trace else []) + (["post.parquet"] if spec.post else [])
     if cache is not None and all((cache / n).is_file() for n in need):
-        return row | json.loads((cache / "result.json").read_text()) | {"cached": True}
+        data = json.loads((cache / "result.json").read_text())
+        if not data.get("has_connections") or (cache / "connections.parquet").is_file():
+            return row | data | {"cached": True}
     try:
         t0 = time.perf_counter()
         if spec.backend == "kernel":
@@ -135,6 +155,8 @@ def run_one(spec: RunSpec, cache_dir: str | None) -> dict[str, Any]:
             result = simulate(spec.scenario())
         data = {"ok": True, "error": None, **_metrics(result), "run_s": time.perf_counter() - t0}
         post = _call(spec.post, result.flows) if spec.post else None
+        conns = connections_table(result.summary)
+        data["has_connections"] = conns is not None
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as e:  # noqa: BLE001 - also a PanicException from native code
@@ -145,6 +167,8 @@ def run_one(spec: RunSpec, cache_dir: str | None) -> dict[str, Any]:
             _write_atomic(cache / "flows.parquet", lambda p: result.flows.to_parquet(p))
         if post is not None:
             _write_atomic(cache / "post.parquet", lambda p: post.to_parquet(p))
+        if conns is not None:
+            _write_atomic(cache / "connections.parquet", lambda p: conns.to_parquet(p))
         _write_atomic(cache / "result.json", lambda p: p.write_text(json.dumps(data)))
     return row | data | {"cached": False}
 
@@ -174,6 +198,10 @@ class SweepResult:
             raise ValueError("no cache directory: run the sweep with cache_dir to keep traces")
         return self.cache_dir / key / "flows.parquet"
 
+    def connections(self, key: str) -> pd.DataFrame:
+        """The run's workload connections (:func:`connections_table`), cached beside its result."""
+        return self._read(key, "connections.parquet")
+
     def post(self, key: str) -> pd.DataFrame:
         """The table the spec's ``post`` function made from the run's trace."""
         return self._read(key, "post.parquet")
@@ -194,11 +222,9 @@ def run_sweep(
     ``progress(done, total)`` is called after each run."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor: {executor!r} is not one of {', '.join(EXECUTORS)}")
-    if any(s.backend == "kernel" for s in specs):
-        # Real-time runs on this machine's kernel share its CPU and global knobs: one at a time.
-        if executor != "local":
-            raise ValueError("kernel runs go one at a time on this machine: use the local executor")
-        jobs = 1
+    kernel = [i for i, s in enumerate(specs) if s.backend == "kernel"]
+    if kernel and executor != "local":
+        raise ValueError("kernel runs go one at a time on this machine: use the local executor")
     cd = str(cache_dir) if cache_dir is not None else None
     done = [0]
 
@@ -211,6 +237,13 @@ def run_sweep(
     fn = functools.partial(runner, cache_dir=cd)
     if executor == "ray":
         rows = run_ray(fn, specs, tick, _failed)
+    elif kernel:
+        # Real-time runs on this machine's kernel share its CPU and global knobs: one at a time,
+        # after the simulator's runs (in parallel); rows keep the specs' order.
+        sim = [i for i in range(len(specs)) if specs[i].backend != "kernel"]
+        got = dict(zip(sim, run_local(fn, [specs[i] for i in sim], jobs, tick, _failed)))
+        got |= dict(zip(kernel, run_local(fn, [specs[i] for i in kernel], 1, tick, _failed)))
+        rows = [got[i] for i in range(len(specs))]
     else:
         rows = run_local(fn, specs, jobs, tick, _failed)
     runs = pd.DataFrame(rows)

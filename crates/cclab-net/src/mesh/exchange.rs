@@ -150,18 +150,21 @@ impl<P: NetPacket> MeshChain<P> {
         let p = &self.params;
         let n = &mut self.nodes[k];
         let Some(x) = n.exchange.take() else { return };
-        let mut gone = vec![false; n.queue.len()];
+        // The queue positions that leave (acknowledged or dropped): few, near the front, so
+        // they are removed one by one (VecDeque::remove shifts the front's side), not by a
+        // retain over the whole queue.
+        let mut gone: Vec<usize> = Vec::with_capacity(x.mpdus.len());
         let mut dropped_all = true;
         for (j, &i) in x.mpdus.iter().enumerate() {
             let f = &mut n.queue[i];
             if x.answered && x.ok[j] {
                 n.mac.mpdus_acked += 1;
-                gone[i] = true;
+                gone.push(i);
                 continue;
             }
             f.failures += 1;
             if f.failures >= p.retry_limit {
-                gone[i] = true;
+                gone.push(i);
                 // Not a loss when the receiver has it (only its response was lost).
                 if let Some(pkt) = f.pkt.take() {
                     n.mac.retry_drops += 1;
@@ -187,16 +190,13 @@ impl<P: NetPacket> MeshChain<P> {
         } else {
             n.cw = n.cw.saturating_mul(2).saturating_add(1).min(p.cw_max);
         }
-        let mut i = 0;
-        n.queue.retain(|f| {
-            let keep = !gone[i];
-            i += 1;
-            if !keep {
+        gone.sort_unstable();
+        for &i in gone.iter().rev() {
+            if let Some(f) = n.queue.remove(i) {
                 n.pkts -= 1;
                 n.bytes -= u64::from(f.bytes);
             }
-            keep
-        });
+        }
         n.backoff = Some(draw_backoff(&mut self.rng, n.cw));
         n.garbled = false;
         if n.sensed == 0 {

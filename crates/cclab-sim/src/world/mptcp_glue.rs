@@ -268,6 +268,7 @@ impl World {
             },
             udp: None,
             subflows: Some(subflows),
+            connections: None,
         }
     }
 }

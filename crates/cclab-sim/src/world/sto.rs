@@ -245,17 +245,7 @@ impl super::FlowSlot {
     pub(super) fn sto_rows(&self, events: &mut crate::trace::EventTrace) {
         for (rec, f) in self.sender.sto.rtos.iter().zip(&self.sto.facts) {
             let spurious = f.spurious == Some(true);
-            let why = if !spurious || rec.detector.is_some() {
-                "-"
-            } else if let Some(off) = self.sender.sto_detection_off() {
-                off
-            } else if let Some(abort) = rec.frto_abort {
-                abort
-            } else if rec.open {
-                "run_end"
-            } else {
-                "other"
-            };
+            let why = self.sto_undetected_reason(rec, f);
             let mut detail = format!(
                 "seq={} spurious={} detected={} unneeded_pkts={} undetected={why} frto_abort={}",
                 rec.seq,
@@ -267,8 +257,43 @@ impl super::FlowSlot {
             if let Some((_, k)) = self.conn {
                 detail.push_str(&format!(" subflow={k}"));
             }
+            if let Some(c) = self.seq {
+                detail.push_str(&format!(" conn={}", c.k));
+            }
             events.push(rec.t_ns, self.id as i32, "sto", detail);
         }
+    }
+
+    /// Why a spurious RTO went undetected (the `sto` row's `undetected`), `-` when it was not
+    /// spurious or was detected.
+    fn sto_undetected_reason(
+        &self,
+        rec: &crate::tcp::sto::RtoRecord,
+        f: &RtoFacts,
+    ) -> &'static str {
+        if f.spurious != Some(true) || rec.detector.is_some() {
+            "-"
+        } else if let Some(off) = self.sender.sto_detection_off() {
+            off
+        } else if let Some(abort) = rec.frto_abort {
+            abort
+        } else if rec.open {
+            "run_end"
+        } else {
+            "other"
+        }
+    }
+
+    /// Its undetected spurious RTOs by reason (a workload connection's summary row).
+    pub(super) fn sto_undetected(&self) -> std::collections::BTreeMap<&'static str, u64> {
+        let mut m = std::collections::BTreeMap::new();
+        for (rec, f) in self.sender.sto.rtos.iter().zip(&self.sto.facts) {
+            let why = self.sto_undetected_reason(rec, f);
+            if why != "-" {
+                *m.entry(why).or_insert(0) += 1;
+            }
+        }
+        m
     }
 }
 

@@ -318,6 +318,11 @@ impl Flow {
         self.set("frto", json!(on))
     }
 
+    /// Connections one after another (`workload`, a JSON table as in a scenario file).
+    pub fn workload(self, w: Value) -> Self {
+        self.set("workload", w)
+    }
+
     /// Any other flow field, as the scenario's JSON has it (e.g. `sto_response`).
     pub fn field(self, key: &str, value: impl Into<Value>) -> Self {
         self.set(key, value.into())
