@@ -106,8 +106,10 @@ fn a_short_transfer_caught_by_the_spike_is_undetected_for_want_of_new_data() {
             .duration_s(20.0)
             .delay_spike(10.0, 0.05, 1200.0)
             .flow(
+                // No handshake: the data itself starts at 9.99 s, just before the spike.
                 reno(true, false)
                     .tlp(false)
+                    .handshake(false)
                     .start_s(9.99)
                     .size_bytes(10 * 1448)
                     .field("dsack_undo", dsack),

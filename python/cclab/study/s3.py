@@ -70,6 +70,10 @@ class S3Config:
     rto_mobilities: list[str] = field(default_factory=lambda: ["static-weak", "static-strong"])
     #: (A) web-mix connections per run.
     web_connections: int = 300
+    #: (A) the ablation at the cell edge: RLC settings over the preset (PDU errors 5 %, MaxDAT 6),
+    #: which set how long the RLC may hold a packet (label -> radio fields).
+    rto_ablations: dict[str, dict[str, Any]] = field(default_factory=lambda: {
+        "PDU errors 20 %, MaxDAT 11": {"pdu_loss": 0.2, "max_dat": 11}})
     #: (B)
     mobilities: list[str] = field(default_factory=lambda: list(MOBILITIES))
     sizes: list[str] = field(default_factory=lambda: list(SIZES_BYTES))
@@ -92,6 +96,7 @@ class S3Config:
     def make(cls, quick: bool = False, reps: int | None = None, **kw: Any) -> "S3Config":
         if quick:
             kw = {"rto_values_s": [1.0, 4.0], "rto_mobilities": ["static-weak"], "web_connections": 40,
+                  "rto_ablations": {},
                   "mobilities": ["static-weak", "car"], "sizes": ["18KB", "300KB"], "bytes_per_run": 2_000_000,
                   "model_ack_counting": ["acks"], **kw}
             return cls(reps=reps or 1, quick=True, **kw)
@@ -157,6 +162,14 @@ def plan(cfg: S3Config, spike_times: dict[tuple[str, str], float] | None = None)
                 d = s3_scenario(mob, connections=cfg.web_connections, sizes="web", rto_ms=1000 * rto,
                                 duration_s=cfg.web_connections * 20.0, name=f"s3-web-{mob}")
                 specs.append(_spec(d, rep, {"part": "rto", "mobility": mob, "rto_s": rto, "rep": rep}))
+    for label, radio in cfg.rto_ablations.items():
+        for rto in cfg.rto_values_s:
+            for rep in range(cfg.reps):
+                d = s3_scenario("static-weak", connections=cfg.web_connections, sizes="web", rto_ms=1000 * rto,
+                                duration_s=cfg.web_connections * 20.0, name="s3-web-static-weak",
+                                radio_overrides=radio)
+                specs.append(_spec(d, rep, {"part": "rto", "mobility": f"static-weak, {label}", "rto_s": rto,
+                                            "rep": rep}))
     for mob in cfg.mobilities:
         for size in cfg.sizes:
             n = _connections_for(SIZES_BYTES[size], cfg.bytes_per_run)

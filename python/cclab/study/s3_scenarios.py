@@ -48,18 +48,21 @@ def s3_scenario(mobility: str = "static-weak", *, size_bytes: int = 0, connectio
                 sizes: str = "fixed", think_time_s: float = 1.0, rto_profile: str = "standard",
                 detection: str = "linux", duration_s: float = 600.0, max_cwnd_pkts: int = WTCP_MAX_CWND_PKTS,
                 initial_cwnd_pkts: int = WTCP_INITIAL_CWND_PKTS, rto_ms: float | None = None,
-                radio: bool = True, spike: tuple[float, float] | None = None, name: str | None = None) -> dict[str, Any]:
+                radio: bool = True, spike: tuple[float, float] | None = None, name: str | None = None,
+                radio_overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """The 3G download as a scenario dict.
 
     ``rto_ms`` sets the initial and minimum RTO to one value (section 4's sweep, RFC 6298's
     minimum rule as the paper's server) instead of ``rto_profile``. ``radio = False`` leaves out
     the RLC and the random spikes (section 5's line emulator: rates and delay only); ``spike``
-    adds one scheduled delay spike (start_s, duration_s) on the downlink."""
+    adds one scheduled delay spike (start_s, duration_s) on the downlink; ``radio_overrides`` sets
+    fields of the radio table over the class's preset (e.g. ``pdu_loss``, ``max_dat``)."""
     if mobility not in MOBILITIES:
         raise ValueError(f"mobility: {mobility!r} is not accepted: one of {', '.join(MOBILITIES)}")
     bottleneck: dict[str, Any] = {"queue_pkts": 100}
     if radio:
         bottleneck["radio"] = {"mobility": mobility}
+        bottleneck["radio"] |= radio_overrides or {}
     else:
         bottleneck |= {"rate_bps": 384_000, "delay_ms": 150, "reverse": {"rate_bps": 64_000}}
     if spike is not None:
