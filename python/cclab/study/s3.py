@@ -90,7 +90,7 @@ class S3Config:
     backend: str = "sim"
     #: (D) content sizes and F-RTO settings on both backends, one spike each.
     parity_sizes: list[str] = field(default_factory=lambda: ["300KB", "2MB"])
-    parity_spike: tuple[float, float] = (4.0, 3.0)
+    parity_spike: tuple[float, float] = (4.0, 6.0)
 
     @classmethod
     def make(cls, quick: bool = False, reps: int | None = None, **kw: Any) -> "S3Config":
