@@ -1374,35 +1374,73 @@ impl World {
     }
 }
 
+/// `bytes` * 8 over the time from `from_ns` to `to_ns`; 0 over no time.
+fn rate_bps(bytes: u64, from_ns: u64, to_ns: u64) -> f64 {
+    let secs = to_ns.saturating_sub(from_ns) as f64 * 1e-9;
+    if secs > 0.0 {
+        bytes as f64 * 8.0 / secs
+    } else {
+        0.0
+    }
+}
+
+impl FlowSlot {
+    /// When its sender was established: its handshake's end (None: never), or its start for a
+    /// flow without a handshake.
+    fn established_s(&self) -> Option<f64> {
+        match &self.hs {
+            Some(h) => h.established_ns.map(|e| e as f64 * 1e-9),
+            None => Some(self.start_ns as f64 * 1e-9),
+        }
+    }
+}
+
+/// A summary row whose counters are summed over `slots` (a workload's connections, a Multipath
+/// TCP connection's subflows); the caller sets the rest (goodput, delivered bytes, times,
+/// `subflows`, `connections`), which are 0 or None here.
+fn summed_flow_stats(name: &str, slots: &[&FlowSlot]) -> crate::FlowStats {
+    let sum = |get: &dyn Fn(&FlowSlot) -> u64| slots.iter().map(|s| get(s)).sum::<u64>();
+    let mut sto = sto::StoCounts::default();
+    for s in slots {
+        sto += s.sto_counts();
+    }
+    crate::FlowStats {
+        flow: name.to_string(),
+        goodput_bps: 0.0,
+        delivered_bytes: 0,
+        retrans_pkts: sum(&|s| s.sender.stats.retrans_pkts),
+        rto_count: sum(&|s| s.sender.stats.rto_count),
+        fast_retransmit_count: sum(&|s| s.sender.stats.fast_retransmit_count),
+        spurious_rto_count: sum(&|s| s.sender.stats.spurious_rto_count),
+        undo_count: sum(&|s| s.sender.stats.undo_count),
+        sto_count: sto.sto_count,
+        sto_detected: sto.sto_detected,
+        spurious_retrans_pkts: sto.spurious_retrans_pkts,
+        tlp_count: sum(&|s| s.sender.stats.tlp_count),
+        cwr_count: sum(&|s| s.sender.stats.cwr_count),
+        local_drop_count: sum(&|s| s.sender.below.local_drops),
+        sent_pkts: sum(&|s| s.sender.stats.sent_pkts),
+        acks_sent: sum(&|s| s.receiver.acks_sent),
+        start_s: 0.0,
+        completion_s: None,
+        established_s: None,
+        udp: None,
+        subflows: None,
+        connections: None,
+    }
+}
+
 /// A TCP flow's summary row from its slots: one, or a workload's connections (those that
 /// started are listed, and the counters summed over them).
 fn tcp_flow_stats(slots: &[FlowSlot], end_ns: u64) -> crate::FlowStats {
     let first = &slots[0];
     let started: Vec<&FlowSlot> = slots.iter().filter(|s| s.start_ns <= end_ns).collect();
-    let sum = |get: &dyn Fn(&FlowSlot) -> u64| started.iter().map(|s| get(s)).sum::<u64>();
-    let rate = |bytes: u64, from: u64, to: u64| {
-        let secs = to.saturating_sub(from) as f64 * 1e-9;
-        if secs > 0.0 {
-            bytes as f64 * 8.0 / secs
-        } else {
-            0.0
-        }
-    };
     let all_done =
         started.len() == slots.len() && started.iter().all(|s| s.receiver.completion_ns.is_some());
     let completion_ns = all_done
         .then(|| slots[slots.len() - 1].receiver.completion_ns)
         .flatten();
-    let delivered = sum(&|s| s.receiver.delivered_bytes);
-    let mut sto = sto::StoCounts::default();
-    for s in &started {
-        sto += s.sto_counts();
-    }
-    // When the sender was established (`start_s` for a flow without a handshake).
-    let established_s = |s: &FlowSlot| match &s.hs {
-        Some(h) => h.established_ns.map(|e| e as f64 * 1e-9),
-        None => Some(s.start_ns as f64 * 1e-9),
-    };
+    let delivered = started.iter().map(|s| s.receiver.delivered_bytes).sum();
     let connections = first.seq.map(|_| {
         started
             .iter()
@@ -1413,11 +1451,11 @@ fn tcp_flow_stats(slots: &[FlowSlot], end_ns: u64) -> crate::FlowStats {
                     conn: s.seq.map_or(0, |c| c.k),
                     size_bytes: s.sender.cfg.size_bytes,
                     start_s: s.start_ns as f64 * 1e-9,
-                    established_s: established_s(s),
+                    established_s: s.established_s(),
                     completion_s: done.map(|c| c as f64 * 1e-9),
                     transfer_time_s: done.map(|c| c.saturating_sub(s.start_ns) as f64 * 1e-9),
                     delivered_bytes: s.receiver.delivered_bytes,
-                    goodput_bps: rate(
+                    goodput_bps: rate_bps(
                         s.receiver.delivered_bytes,
                         s.start_ns,
                         done.unwrap_or(end_ns),
@@ -1436,28 +1474,13 @@ fn tcp_flow_stats(slots: &[FlowSlot], end_ns: u64) -> crate::FlowStats {
             .collect()
     });
     crate::FlowStats {
-        flow: first.name.clone(),
-        goodput_bps: rate(delivered, first.start_ns, completion_ns.unwrap_or(end_ns)),
+        goodput_bps: rate_bps(delivered, first.start_ns, completion_ns.unwrap_or(end_ns)),
         delivered_bytes: delivered,
-        retrans_pkts: sum(&|s| s.sender.stats.retrans_pkts),
-        rto_count: sum(&|s| s.sender.stats.rto_count),
-        fast_retransmit_count: sum(&|s| s.sender.stats.fast_retransmit_count),
-        spurious_rto_count: sum(&|s| s.sender.stats.spurious_rto_count),
-        undo_count: sum(&|s| s.sender.stats.undo_count),
-        sto_count: sto.sto_count,
-        sto_detected: sto.sto_detected,
-        spurious_retrans_pkts: sto.spurious_retrans_pkts,
-        tlp_count: sum(&|s| s.sender.stats.tlp_count),
-        cwr_count: sum(&|s| s.sender.stats.cwr_count),
-        local_drop_count: sum(&|s| s.sender.below.local_drops),
-        sent_pkts: sum(&|s| s.sender.stats.sent_pkts),
-        acks_sent: sum(&|s| s.receiver.acks_sent),
         start_s: first.start_ns as f64 * 1e-9,
         completion_s: completion_ns.map(|c| c as f64 * 1e-9),
-        established_s: established_s(first),
-        udp: None,
-        subflows: None,
+        established_s: first.established_s(),
         connections,
+        ..summed_flow_stats(&first.name, &started)
     }
 }
 

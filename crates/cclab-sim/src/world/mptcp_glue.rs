@@ -204,26 +204,18 @@ impl World {
     /// over its subflows, and a row per subflow.
     pub(super) fn mptcp_stats(&self, c: &Connection, end_ns: u64) -> FlowStats {
         let end = c.completion_ns.unwrap_or(end_ns);
-        let secs = end.saturating_sub(c.start_ns) as f64 * 1e-9;
-        let rate = |bytes: u64| {
-            if secs > 0.0 {
-                bytes as f64 * 8.0 / secs
-            } else {
-                0.0
-            }
-        };
-        let slots = || c.subflows.iter().map(|s| &self.flows[s.slot as usize]);
-        let sum = |get: &dyn Fn(&super::FlowSlot) -> u64| slots().map(get).sum::<u64>();
-        let mut sto = super::sto::StoCounts::default();
-        for fl in slots() {
-            sto += fl.sto_counts();
-        }
+        let rate = |bytes: u64| super::rate_bps(bytes, c.start_ns, end);
+        let slots: Vec<&super::FlowSlot> = c
+            .subflows
+            .iter()
+            .map(|s| &self.flows[s.slot as usize])
+            .collect();
         let subflows = c
             .subflows
             .iter()
+            .zip(&slots)
             .enumerate()
-            .map(|(k, sub)| {
-                let fl = &self.flows[sub.slot as usize];
+            .map(|(k, (sub, fl))| {
                 let st = &fl.sender.stats;
                 let delivered = fl.sender.tp.snd_una;
                 SubflowStats {
@@ -243,32 +235,14 @@ impl World {
             .collect();
         let delivered = c.delivered_bytes();
         FlowStats {
-            flow: c.name.clone(),
             goodput_bps: rate(delivered),
             delivered_bytes: delivered,
-            retrans_pkts: sum(&|f| f.sender.stats.retrans_pkts),
-            rto_count: sum(&|f| f.sender.stats.rto_count),
-            fast_retransmit_count: sum(&|f| f.sender.stats.fast_retransmit_count),
-            spurious_rto_count: sum(&|f| f.sender.stats.spurious_rto_count),
-            undo_count: sum(&|f| f.sender.stats.undo_count),
-            sto_count: sto.sto_count,
-            sto_detected: sto.sto_detected,
-            spurious_retrans_pkts: sto.spurious_retrans_pkts,
-            tlp_count: sum(&|f| f.sender.stats.tlp_count),
-            cwr_count: sum(&|f| f.sender.stats.cwr_count),
-            local_drop_count: sum(&|f| f.sender.below.local_drops),
-            sent_pkts: sum(&|f| f.sender.stats.sent_pkts),
-            acks_sent: sum(&|f| f.receiver.acks_sent),
             start_s: c.start_ns as f64 * 1e-9,
             completion_s: c.completion_ns.map(|t| t as f64 * 1e-9),
             // Subflow 0's establishment (the connection's start without a handshake).
-            established_s: match &self.flows[c.subflows[0].slot as usize].hs {
-                Some(h) => h.established_ns.map(|e| e as f64 * 1e-9),
-                None => Some(c.start_ns as f64 * 1e-9),
-            },
-            udp: None,
+            established_s: slots[0].established_s(),
             subflows: Some(subflows),
-            connections: None,
+            ..super::summed_flow_stats(&c.name, &slots)
         }
     }
 }
