@@ -42,17 +42,9 @@ def sto_vs_rto(rto: pd.DataFrame, stem: Path) -> Path:
     return _save(fig, stem)
 
 
-def _per_mb(conns: pd.DataFrame) -> pd.DataFrame:
-    d = conns[conns["part"] == "detection"]
-    g = d.groupby(["mobility", "profile"]).agg(sto=("sto_count", "sum"), b=("delivered_bytes", "sum")).reset_index()
-    g["sto_per_mb"] = g["sto"] / (g["b"] / 1e6)
-    return g
-
-
-def sto_per_mb(conns: pd.DataFrame, stem: Path) -> Path:
-    """Fig. 6: STOs per MB per mobility class, standard against proposed RTO (both detection
-    settings pooled: detection acts after a timeout, not on whether it fires)."""
-    g = _per_mb(conns)
+def sto_per_mb(g: pd.DataFrame, stem: Path) -> Path:
+    """Fig. 6: STOs per MB per mobility class, standard against proposed RTO (``g``:
+    :func:`cclab.study.s3.sto_per_mb_table`)."""
     mobs = [m for m in MOBILITIES if m in set(g["mobility"])]
     x = np.arange(len(mobs))
     fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
@@ -199,7 +191,7 @@ def parity(t: pd.DataFrame, stem: Path) -> Path:
     return _save(fig, stem)
 
 
-def draw_all(fig_dir: Path, rto: pd.DataFrame, conns: pd.DataFrame, model: pd.DataFrame,
+def draw_all(fig_dir: Path, rto: pd.DataFrame, conns: pd.DataFrame, per_mb: pd.DataFrame, model: pd.DataFrame,
              traces: dict[tuple[str, str, str], pd.DataFrame], parity_t: pd.DataFrame | None = None) -> dict[str, Path]:
     """Every S3 figure that has data; name -> PNG path, in report order."""
     out: dict[str, Path] = {}
@@ -207,7 +199,7 @@ def draw_all(fig_dir: Path, rto: pd.DataFrame, conns: pd.DataFrame, model: pd.Da
         out["sto_vs_rto"] = sto_vs_rto(rto, fig_dir / "sto_vs_rto")
     det = conns[conns["part"] == "detection"] if len(conns) and "part" in conns else pd.DataFrame()
     if len(det) and "sto_count" in det:
-        out["sto_per_mb"] = sto_per_mb(conns, fig_dir / "sto_per_mb")
+        out["sto_per_mb"] = sto_per_mb(per_mb, fig_dir / "sto_per_mb")
         out["unneeded_retrans"] = unneeded_retrans(conns, fig_dir / "unneeded_retrans")
         out["one_sto_throughput"] = one_sto_throughput(conns, fig_dir / "one_sto_throughput")
     if len(model):
