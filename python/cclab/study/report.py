@@ -39,6 +39,19 @@ def _figure(path: Path, caption: str) -> str:
     return f"<figure>{_img(path)}<figcaption>{html.escape(caption)}</figcaption></figure>"
 
 
+def _page_head(study: str) -> list[str]:
+    """The opening of study ``study``'s report page, up to its body."""
+    return [f"<!doctype html><html><head><meta charset='utf-8'><title>cclab study {study}</title>",
+            f"<style>{_CSS}</style></head><body>"]
+
+
+def _write_page(out_dir: Path, parts: list[str]) -> Path:
+    """Write a report page's parts to ``out_dir/report.html``; returns its path."""
+    out = Path(out_dir) / "report.html"
+    out.write_text("\n".join(parts), encoding="utf-8")
+    return out
+
+
 def write_s0_report(res: Any) -> Path:
     """Write ``res.out_dir/report.html`` for an S0 result."""
     from .. import __version__
@@ -47,8 +60,7 @@ def write_s0_report(res: Any) -> Path:
 
     cfg = res.cfg
     parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>cclab study s0</title>",
-        f"<style>{_CSS}</style></head><body>",
+        *_page_head("s0"),
         "<h1>S0: CUBIC on iOS vs Linux</h1>",
         f"<p class='meta'>cclab {html.escape(__version__)} &middot; "
         f"{'Linux kernel (' + html.escape(os.uname().release) + ')' if cfg.backend == 'kernel' else 'simulator'} backend &middot; "
@@ -104,6 +116,4 @@ def write_s0_report(res: Any) -> Path:
                  f"{', '.join(map(str, cfg.b_rtts))} ms, duration {cfg.b_duration_s:g} s. The overrides of every run "
                  "are in tables/experiment_a_runs.csv.</p>")
     parts.append("</body></html>")
-    out = res.out_dir / "report.html"
-    out.write_text("\n".join(parts), encoding="utf-8")
-    return out
+    return _write_page(res.out_dir, parts)

@@ -7,7 +7,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from .report import _CSS, _figure, _table
+from .report import _figure, _page_head, _table, _write_page
 
 __all__ = ["write_s1_report"]
 
@@ -59,8 +59,7 @@ def write_s1_report(res: Any) -> Path:
 
     cfg = res.cfg
     parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>cclab study s1</title>",
-        f"<style>{_CSS}</style></head><body>",
+        *_page_head("s1"),
         "<h1>S1: cooperative cwnd clamping for terminals on one WLAN AP</h1>",
         f"<p class='meta'>cclab {html.escape(__version__)} &middot; "
         f"{'Linux kernel' if cfg.backend == 'kernel' else 'simulator'} backend &middot; "
@@ -104,6 +103,4 @@ def write_s1_report(res: Any) -> Path:
     parts += ["</ul><h3>The scenario (N = 3 smartphones)</h3>",
               f"<pre>{html.escape(to_toml(s1_scenario(3, 'smartphone', duration_s=cfg.duration_s)))}</pre>",
               "</body></html>"]
-    out = res.out_dir / "report.html"
-    out.write_text("\n".join(parts), encoding="utf-8")
-    return out
+    return _write_page(res.out_dir, parts)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from .report import _CSS, _figure, _table
+from .report import _figure, _page_head, _table, _write_page
 
 __all__ = ["write_s2_report"]
 
@@ -67,8 +67,7 @@ def write_s2_report(res: Any) -> Path:
 
     cfg = res.cfg
     parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>cclab study s2</title>",
-        f"<style>{_CSS}</style></head><body>",
+        *_page_head("s2"),
         "<h1>S2: Multipath TCP fairness and TCP Small Queues</h1>",
         f"<p class='meta'>cclab {html.escape(__version__)} &middot; simulator backend &middot; "
         f"{'quick grid' if cfg.quick else 'full grid'} &middot; {cfg.reps} run(s) per point &middot; "
@@ -102,6 +101,4 @@ def write_s2_report(res: Any) -> Path:
     parts += [f"<li><b>{k}</b>: {html.escape(str(v))}</li>" for k, v in SETUPS.items()]
     parts += ["</ul><h3>The scenario (paper's setup)</h3>",
               f"<pre>{html.escape(to_toml(s2_scenario(3, duration_s=cfg.duration_s)))}</pre>", "</body></html>"]
-    out = res.out_dir / "report.html"
-    out.write_text("\n".join(parts), encoding="utf-8")
-    return out
+    return _write_page(res.out_dir, parts)

@@ -7,7 +7,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from .report import _CSS, _figure, _table
+from .report import _figure, _page_head, _table, _write_page
 
 __all__ = ["write_s3_report"]
 
@@ -90,8 +90,7 @@ def write_s3_report(res: Any) -> Path:
 
     cfg = res.cfg
     parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>cclab study s3</title>",
-        f"<style>{_CSS}</style></head><body>",
+        *_page_head("s3"),
         "<h1>S3: spurious retransmission timeouts on a 3G radio link</h1>",
         f"<p class='meta'>cclab {html.escape(__version__)} &middot; "
         f"{'simulator and kernel backends' if cfg.parity else 'simulator backend'} &middot; "
@@ -141,6 +140,4 @@ def write_s3_report(res: Any) -> Path:
               "<h3>A scenario of (B): 300 kB downloads while walking</h3>",
               f"<pre>{html.escape(to_toml(s3_scenario('walking', size_bytes=300_000, connections=20)))}</pre>",
               "</body></html>"]
-    out = res.out_dir / "report.html"
-    out.write_text("\n".join(parts), encoding="utf-8")
-    return out
+    return _write_page(res.out_dir, parts)

@@ -7,7 +7,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from .report import _CSS, _figure, _table
+from .report import _figure, _page_head, _table, _write_page
 
 __all__ = ["write_s4_report"]
 
@@ -67,8 +67,7 @@ def write_s4_report(res: Any) -> Path:
 
     cfg = res.cfg
     parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>cclab study s4</title>",
-        f"<style>{_CSS}</style></head><body>",
+        *_page_head("s4"),
         "<h1>S4: TCP over a multi-hop 802.11s mesh chain</h1>",
         f"<p class='meta'>cclab {html.escape(__version__)} &middot; simulator backend &middot; "
         f"{'quick grid' if cfg.quick else 'full grid'} &middot; {cfg.reps} TCP run(s) per point &middot; "
@@ -107,6 +106,4 @@ def write_s4_report(res: Any) -> Path:
               for k, (fer, att) in LOSSY.items()]
     parts += ["</ul><h3>The scenario (2 hops)</h3>",
               f"<pre>{html.escape(to_toml(s4_scenario(2, duration_s=cfg.duration_s)))}</pre>", "</body></html>"]
-    out = res.out_dir / "report.html"
-    out.write_text("\n".join(parts), encoding="utf-8")
-    return out
+    return _write_page(res.out_dir, parts)
