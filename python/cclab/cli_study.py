@@ -16,6 +16,15 @@ out = Console()
 err = Console(stderr=True)
 
 
+def _parallel_options(f: Any) -> Any:
+    """A study command's ``-j/--jobs`` and ``--executor``."""
+    f = click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                     help="local processes, or a Ray cluster (pip install 'cclab[ray]'; RAY_ADDRESS or a local "
+                          "instance).")(f)
+    return click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+                        help="Parallel runs (default: every core).")(f)
+
+
 def _require_root() -> None:
     """Exit 2 with the reason unless this process may use the kernel backend."""
     from .kernel.netns import KernelUnavailable, require_root
@@ -87,9 +96,7 @@ Examples:
               help="Output directory (tables/, figures/, report.html, cache/).")
 @click.option("--reps", type=click.IntRange(min=1), default=None, help="Runs per grid point (default 10; 2 with --quick).")
 @click.option("--quick", is_flag=True, help="Reduced grid: 3 error rates, 20 s runs, 3 RTTs for B and C.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Parallel runs (default: every core).")
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="local processes, or a Ray cluster (pip install 'cclab[ray]'; RAY_ADDRESS or a local instance).")
+@_parallel_options
 @click.option("--backend", type=click.Choice(["sim", "kernel"]), default="sim", show_default=True,
               help="The simulator, or this machine's Linux kernel (root; real time, one run at a time: "
                    "the full grid takes hours, --quick --reps 1 about 15 minutes).")
@@ -129,9 +136,7 @@ Examples:
               help="Output directory (tables/, figures/, report.html, cache/).")
 @click.option("--reps", type=click.IntRange(min=1), default=None, help="Runs per grid point (default 5; 1 with --quick).")
 @click.option("--quick", is_flag=True, help="Reduced grid: N in 1, 3, 6; 30 s runs; ablation at N = 1 and 6.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Parallel runs (default: every core).")
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="local processes, or a Ray cluster (pip install 'cclab[ray]').")
+@_parallel_options
 @click.option("--backend", type=click.Choice(["sim", "kernel"]), default="sim", show_default=True,
               help="The simulator, or this machine's Linux kernel (root; real time, one run at a time; the "
                    "ablation stays with the simulator; --quick is about 25 minutes).")
@@ -175,9 +180,7 @@ Examples:
               help="Output directory (tables/, figures/, report.html, cache/).")
 @click.option("--reps", type=click.IntRange(min=1), default=None, help="Runs per grid point (default 5; 1 with --quick).")
 @click.option("--quick", is_flag=True, help="One run per point, 10 s runs.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Parallel runs (default: every core).")
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="local processes, or a Ray cluster (pip install 'cclab[ray]').")
+@_parallel_options
 def s2(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: str) -> None:
     """S2: three Multipath TCP applications sharing the sender's interfaces. Per-application
     throughput per TSQ rule at loss 0 and 1e-5 (Figs. 2, 4), cwnd of every subflow (Fig. 3),
@@ -202,9 +205,7 @@ Examples:
               help="Output directory (tables/, figures/, report.html, cache/).")
 @click.option("--reps", type=click.IntRange(min=1), default=None, help="Runs per point (default 3; 1 with --quick).")
 @click.option("--quick", is_flag=True, help="Two RTO values, two mobility classes, two sizes, fewer connections.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Parallel runs (default: every core).")
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="local processes, or a Ray cluster (pip install 'cclab[ray]').")
+@_parallel_options
 @click.option("--backend", type=click.Choice(["sim", "kernel"]), default="sim", show_default=True,
               help="kernel: also run the kernel parity part (D) on this machine's kernel (root; real time, one run at "
                    "a time); parts A-C stay on the simulator (their workloads are simulator-only).")
@@ -234,9 +235,7 @@ Examples:
               help="Output directory (tables/, figures/, report.html, cache/).")
 @click.option("--reps", type=click.IntRange(min=1), default=None, help="TCP runs per point (default 3; 1 with --quick).")
 @click.option("--quick", is_flag=True, help="1 m spacing, anechoic, 5 UDP rates, 20 s TCP runs.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Parallel runs (default: every core).")
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="local processes, or a Ray cluster (pip install 'cclab[ray]').")
+@_parallel_options
 def s4(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: str) -> None:
     """S4: TCP over a multi-hop 802.11s mesh chain. The UDP sweep, CUBIC / BBR / BBRv2 per hop
     count, spacing and environment, lossy hops, the fits of goodput ~ n^-a and of Mathis's model,
