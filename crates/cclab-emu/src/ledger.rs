@@ -223,16 +223,23 @@ impl Ledger {
         c.high = c.high.max(end);
     }
 
+    /// A data segment (not a SYN) of a connection the ledger already knows: its connection and
+    /// its start relative to the connection's first sequence, and its payload bytes.
+    fn known_data(&mut self, data: &[u8]) -> Option<(&mut Conn, u64, u32)> {
+        let s = parse(data)?;
+        if s.payload_bytes == 0 || s.syn {
+            return None;
+        }
+        let c = self.conns.get_mut(&s.key)?;
+        let start = c.rel(s.seq)?;
+        Some((c, start, s.payload_bytes))
+    }
+
     /// A packet dropped inside the link.
     pub fn dropped(&mut self, data: &[u8]) {
-        let Some(s) = parse(data) else { return };
-        if s.payload_bytes == 0 || s.syn {
-            return;
-        }
-        let Some(c) = self.conns.get_mut(&s.key) else {
+        let Some((c, start, _)) = self.known_data(data) else {
             return;
         };
-        let Some(start) = c.rel(s.seq) else { return };
         c.dropped_data_pkts += 1;
         if let Some(g) = c.segs.get_mut(&start) {
             g.in_link = g.in_link.saturating_sub(1);
@@ -241,14 +248,9 @@ impl Ledger {
 
     /// A packet handed to the receiving port.
     pub fn delivered(&mut self, data: &[u8]) {
-        let Some(s) = parse(data) else { return };
-        if s.payload_bytes == 0 || s.syn {
-            return;
-        }
-        let Some(c) = self.conns.get_mut(&s.key) else {
+        let Some((c, start, payload_bytes)) = self.known_data(data) else {
             return;
         };
-        let Some(start) = c.rel(s.seq) else { return };
         let dup = if start < c.acked {
             true
         } else {
@@ -262,7 +264,7 @@ impl Ledger {
         };
         if dup {
             c.dup_delivered_pkts += 1;
-            c.dup_delivered_bytes += u64::from(s.payload_bytes);
+            c.dup_delivered_bytes += u64::from(payload_bytes);
         }
     }
 
