@@ -818,8 +818,25 @@ class SimSettings(_Model):
     """Simulator-only settings."""
 
     kernel_hz: Literal[100, 250, 300, 1000] = 250
+    #: TCP's timers (RTO, loss probe, delayed ACK, SYN and SYN-ACK) run when Linux's timer wheel
+    #: reaches their bucket, 1 to 8^n jiffies after their expiry (docs/scenario.md, "Timers");
+    #: false: at their expiry jiffy.
+    timer_wheel: bool = True
+    #: jiffies at simulated time zero, and how far into a tick zero falls (us): where zero sits on
+    #: the kernel's tick grid. A kernel run reports its own (summary.json ``kernel_clock``) so a
+    #: simulation can be paired with it.
+    jiffies_at_zero: int = Field(default=0, ge=0, le=2**63 - 1)
+    tick_phase_us: float = Field(default=0.0, ge=0.0)
     trace: Literal["change", "ack", "interval"] = "change"
     trace_interval_ms: float = Field(default=10.0, ge=0.1)
+
+    @model_validator(mode="after")
+    def _phase_below_a_tick(self) -> "SimSettings":
+        tick_us = 1e6 / self.kernel_hz
+        if self.tick_phase_us >= tick_us:
+            raise ValueError(f"tick_phase_us = {self.tick_phase_us} is not accepted: below one tick "
+                             f"({tick_us:g} us at kernel_hz = {self.kernel_hz})")
+        return self
 
 
 class KernelSettings(_Model):

@@ -25,7 +25,8 @@ def _path(**flow) -> dict:
 def test_a_lost_syn_delays_establishment_by_the_initial_rto():
     r = cclab.simulate(_path())
     st = r.summary["flows"][0]
-    assert st["established_s"] == pytest.approx(1.050096, abs=1e-6)
+    # The SYN timer (1 s, 250 jiffies from jiffy 0) runs at the timer wheel's bucket, jiffy 256.
+    assert st["established_s"] == pytest.approx(1.074096, abs=1e-6)
     assert st["completion_s"] > st["established_s"] and st["delivered_bytes"] == 100_000
     kinds = list(r.events["kind"])
     for k in ("syn", "handshake_drop", "syn_retrans", "established"):
@@ -56,4 +57,22 @@ def test_nth_takes_packet_numbers_from_1():
     d = _path()
     d["bottleneck"]["loss_model"] = {"kind": "nth", "pkts": [0]}
     with pytest.raises(ScenarioError, match="pkts"):
+        load_scenario(d)
+
+
+def test_the_timer_wheel_setting_and_the_tick_grid():
+    """[sim] timer_wheel, jiffies_at_zero and tick_phase_us (docs/scenario.md, "Timers")."""
+    # Without the wheel the SYN timer runs at its expiry jiffy: exactly 1 s.
+    d = _path()
+    d["sim"] = {"timer_wheel": False}
+    assert cclab.simulate(d).summary["flows"][0]["established_s"] == pytest.approx(1.050096, abs=1e-6)
+    # Zero at jiffy 5: the SYN's 250 jiffies expire at 255 and run at 256, 1.004 s after zero.
+    d["sim"] = {"jiffies_at_zero": 5}
+    assert cclab.simulate(d).summary["flows"][0]["established_s"] == pytest.approx(1.004 + 0.050096, abs=1e-6)
+    # 2 ms into jiffy 5: jiffy 256 begins 1.002 s after zero.
+    d["sim"] = {"jiffies_at_zero": 5, "tick_phase_us": 2000}
+    assert cclab.simulate(d).summary["flows"][0]["established_s"] == pytest.approx(1.002 + 0.050096, abs=1e-6)
+    # The phase is below one tick (4000 us at HZ = 250).
+    d["sim"] = {"tick_phase_us": 4000}
+    with pytest.raises(ScenarioError, match="tick_phase_us"):
         load_scenario(d)

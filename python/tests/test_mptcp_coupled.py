@@ -4,7 +4,9 @@ best of its paths, and moves its traffic off the more congested path."""
 
 from __future__ import annotations
 
-from typing import Any
+import copy
+from statistics import mean
+from typing import Any, Iterator
 
 import pytest
 
@@ -21,6 +23,12 @@ _RATE, _DELAY = 20e6, 10.0  # bottleneck rate, and each link's delay (RTT 40 ms 
 #: against TCP's 9.05 Mbit/s at the shared bottleneck, balia's 11.09 against 8.04. Which start
 #: order favours whom is a sensitivity of these runs, not what they test (RFC 6356's goals).
 _NO_HANDSHAKE = {"handshake": False}
+#: When the TCP flows start against the connection, s. One 60 s run of drop-tail flows locks into
+#: a pattern its first second sets, and a few milliseconds move it: with TCP's timers on the timer
+#: wheel, lia's connection took 0.60 to 1.18 of the TCP flow at the shared bottleneck over these
+#: starts (balia 0.63 to 1.47). RFC 6356's goals are about what a connection gets, not one start,
+#: so each test takes the mean over these runs.
+_STARTS_S = (0.0, 0.011, 0.023, 0.037, 0.051)
 
 
 def _link(a: str, b: str, rate: float | None = None, **kw: Any) -> dict[str, Any]:
@@ -61,33 +69,44 @@ def _disjoint(cc: str) -> dict[str, Any]:
     }
 
 
-def _goodputs(d: dict[str, Any]) -> dict[str, Any]:
-    return {f["flow"]: f for f in cclab.simulate(d).summary["flows"]}
+def _goodputs(d: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Each flow's summary, one run per start of the TCP flows (`_STARTS_S`)."""
+    for start_s in _STARTS_S:
+        e = copy.deepcopy(d)
+        for f in e["flows"]:
+            if f.get("transport") != "mptcp":
+                f["start_s"] = start_s
+        yield {f["flow"]: f for f in cclab.simulate(e).summary["flows"]}
+
+
+def _shared_share(cc: str) -> list[float]:
+    return [g["mp"]["goodput_bps"] / g["tcp"]["goodput_bps"] for g in _goodputs(_shared(cc))]
 
 
 @pytest.mark.parametrize("cc", ["lia", "olia", "balia"])
 def test_at_a_shared_bottleneck_the_connection_takes_no_more_than_one_tcp_flow(cc: str) -> None:
-    g = _goodputs(_shared(cc))
-    mp, tcp = g["mp"]["goodput_bps"], g["tcp"]["goodput_bps"]
-    assert mp <= 1.10 * tcp, f"{cc}: connection {mp / 1e6:.2f} vs TCP {tcp / 1e6:.2f} Mbit/s"
+    share = _shared_share(cc)
+    assert mean(share) <= 1.10, f"{cc}: connection / TCP {[round(x, 2) for x in share]}"
 
 
 def test_uncoupled_subflows_take_more_than_their_share() -> None:
     """The control: uncoupled subflows behave as two TCP flows (about twice the Reno flow)."""
-    g = _goodputs(_shared("reno"))
-    assert g["mp"]["goodput_bps"] > 1.5 * g["tcp"]["goodput_bps"]
+    assert mean(_shared_share("reno")) > 1.5
 
 
 def _disjoint_run(cc: str, delayed_ack: bool = True, **cc_params: Any) -> tuple[float, float]:
     """The connection's goodput over the Reno flow's on the less congested path, and its
-    subflows' bytes on path 1 over path 2."""
+    subflows' bytes on path 1 over path 2, each the mean over the starts."""
     d = _disjoint(cc)
     d["flows"][0]["cc_params"] = cc_params
     for f in d["flows"]:
         f["delayed_ack"] = delayed_ack
-    g = _goodputs(d)
-    sub = {s["subflow"]: s["delivered_bytes"] for s in g["mp"]["subflows"]}
-    return g["mp"]["goodput_bps"] / g["p1_0"]["goodput_bps"], sub[0] / sub[1]
+    best, split = [], []
+    for g in _goodputs(d):
+        sub = {s["subflow"]: s["delivered_bytes"] for s in g["mp"]["subflows"]}
+        best.append(g["mp"]["goodput_bps"] / g["p1_0"]["goodput_bps"])
+        split.append(sub[0] / sub[1])
+    return mean(best), mean(split)
 
 
 @pytest.mark.parametrize("cc", ["lia", "olia", "balia"])

@@ -119,6 +119,17 @@ pub struct SimSettings {
     /// CONFIG_HZ of the kernel we mimic.
     #[serde(default = "default_hz")]
     pub kernel_hz: u32,
+    /// TCP's timers fire at the timer wheel's bucket, as Linux's `timer_list`s do
+    /// (`tcp/clock.rs`); false: at their expiry jiffy.
+    #[serde(default = "yes")]
+    pub timer_wheel: bool,
+    /// jiffies at simulated time zero (where zero falls on the kernel's tick grid; pairs a run
+    /// with a kernel run's `kernel_clock`).
+    #[serde(default)]
+    pub jiffies_at_zero: u64,
+    /// How far into a tick simulated time zero falls, us (below one tick).
+    #[serde(default)]
+    pub tick_phase_us: f64,
     #[serde(default)]
     pub trace: TraceMode,
     /// Sampling period of the links series (and of flows with `trace = "interval"`), ms.
@@ -134,10 +145,25 @@ fn default_interval() -> f64 {
     10.0
 }
 
+impl SimSettings {
+    /// The kernel's tick clock these settings describe (`tcp/clock.rs`).
+    pub fn kernel_clock(&self) -> crate::tcp::clock::KernelClock {
+        crate::tcp::clock::KernelClock {
+            hz: self.kernel_hz,
+            jiffies_at_zero: self.jiffies_at_zero,
+            tick_phase_ns: (self.tick_phase_us * 1000.0).round() as u64,
+            wheel: self.timer_wheel,
+        }
+    }
+}
+
 impl Default for SimSettings {
     fn default() -> Self {
         SimSettings {
             kernel_hz: 250,
+            timer_wheel: true,
+            jiffies_at_zero: 0,
+            tick_phase_us: 0.0,
             trace: TraceMode::Change,
             trace_interval_ms: 10.0,
         }
@@ -446,6 +472,14 @@ impl Scenario {
             return Err(err(
                 "sim.kernel_hz",
                 format!("{hz} is not accepted: 100, 250, 300 or 1000"),
+            ));
+        }
+        let tick_us = 1e6 / f64::from(hz);
+        let phase = self.sim.tick_phase_us;
+        if !(phase.is_finite() && (0.0..tick_us).contains(&phase)) {
+            return Err(err(
+                "sim.tick_phase_us",
+                format!("{phase} is not accepted: 0 <= x < one tick ({tick_us} us at HZ {hz})"),
             ));
         }
         if !(self.sim.trace_interval_ms.is_finite() && self.sim.trace_interval_ms >= 0.1) {

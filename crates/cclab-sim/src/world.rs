@@ -282,7 +282,7 @@ impl World {
                 link(&net.devices[e - n_links - n_media].spec)
             }
         };
-        let hz = sc.sim.kernel_hz;
+        let clock = sc.sim.kernel_clock();
         let mut flows: Vec<FlowSlot> = Vec::new();
         let mut udp = Vec::new();
         let mut routes = Vec::with_capacity(2 * sc.flows.len());
@@ -421,7 +421,7 @@ impl World {
                         sto_response: f.sto_response,
                         // A subflow sends only what its connection maps to it (crate::mptcp).
                         size_bytes: if mptcp { 0 } else { size_bytes },
-                        hz,
+                        clock,
                         ecn,
                         stack,
                         ack_counting: f.ack_counting,
@@ -470,7 +470,7 @@ impl World {
                         f.rwnd_bytes
                     },
                     size_bytes: if mptcp { u64::MAX } else { size_bytes },
-                    hz,
+                    clock,
                     ecn,
                 });
                 // Subflow 0 starts with the flow; subflow k >= 1 joins one handshake RTT of
@@ -501,7 +501,7 @@ impl World {
                     Box::new(handshake_glue::Handshake::new(
                         f.sack,
                         f.timestamps,
-                        hz,
+                        clock,
                         (f.rto_initial_ms * 1000.0).round() as u64,
                         (f.rto_max_ms * 1000.0).round() as u64,
                         mptcp.then_some(if k == 0 {

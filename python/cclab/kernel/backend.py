@@ -33,6 +33,7 @@ from ..result import CA_STATES, RunResult, jain_index
 from ..scenario import Scenario, load_scenario
 from .link import LinkEmulator
 from .clamp import CwndClamp, is_built as clamp_built, kernel_hz
+from .jiffies import jiffies_offset, kernel_clock
 from .rto import rto_plan, s3_deviations
 from .sto import flow_sto_facts, read_tcpext
 from .middleware import MiddlewareCC, TerminalMiddleware, middleware_hosts, read_log
@@ -284,7 +285,9 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                     raise RuntimeError("a sender did not start: " + "; ".join(
                         p.communicate()[1].strip()[-300:] for _, _, p in senders if p.poll() is not None))
                 time.sleep(0.005)
+            jiffies_c = jiffies_offset(hz) if (hz := kernel_hz()) else None
             t0 = emu.start_clock()
+            kclock = kernel_clock(t0, hz, jiffies_c)
             tmp_go = go.with_suffix(".tmp")
             tmp_go.write_text(repr(t0))
             tmp_go.rename(go)
@@ -344,6 +347,8 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                               "bpf": None if clamp_status is None else {"rtos_by_port": clamp_status["rtos"],
                                                                          "counts": clamp_status["rto_counts"]}},
              "tcp_counters": tcp_counters,
+             # where the run's zero fell on the kernel's tick grid ([sim] settings of these names; jiffies.py)
+             "kernel_clock": kclock,
              "deviations": net.deviations + flow_deviations(d)}
     if mw_status:
         extra["middleware"] = {"cap": sc.kernel.middleware_cap, "daemons": mw_status}
@@ -467,6 +472,8 @@ def _result(sc: Scenario, d: dict[str, Any], frames: dict[int, pd.DataFrame], to
                      "start_s": t["start_s"],
                      # when connect() returned, run time (traffic.py's connected_s counts from zero)
                      "established_s": t.get("connected_s"),
+                     # when the sender called connect(), its SYN (run time)
+                     "connect_s": t.get("connect_s"),
                      "mean_cwnd_pkts": float(frames[k]["cwnd_pkts"].mean()),
                      "mean_srtt_ms": float(frames[k]["srtt_ms"].mean()), **multipath})
     summary = {

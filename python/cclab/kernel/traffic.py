@@ -98,6 +98,7 @@ def _send(a: argparse.Namespace) -> None:
         zero = _wait_zero(a.go_file)
         time.sleep(max(0.0, zero + a.start_s - time.monotonic()))
     deadline = time.monotonic() + 10
+    t_connect = time.monotonic()  # the first SYN
     while True:
         try:
             s.connect((a.dst, a.port))
@@ -186,7 +187,7 @@ def _send(a: argparse.Namespace) -> None:
         w.writerows(rows)
     elapsed = time.monotonic() - t_connected
     s.close()
-    print(json.dumps({"sent_bytes": sent, "elapsed_s": elapsed, "connected_s": t_connected - t0, "samples": len(rows),
+    print(json.dumps({"sent_bytes": sent, "elapsed_s": elapsed, "connected_s": t_connected - t0, "connect_s": t_connect - t0, "samples": len(rows),
                       **{k: final[k] for k in ("bytes_acked", "total_retrans", "total_rto", "delivered_ce")},
                       **({k: final[k] for k in ("subflows", "unknown_subflows")} if a.mptcp else {}),
                       **({} if a.mptcp else {"first_total_rto": rto["first"] or 0, "rto_windows": rto["windows"]})}),

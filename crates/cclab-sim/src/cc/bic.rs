@@ -13,7 +13,7 @@
 //! `set_state`, `undo_cwnd = tcp_reno_undo_cwnd` and `pkts_acked`; so do we.
 //!
 //! Divergences from the kernel, and why:
-//! - `tcp_jiffies32` is `tp.jiffies()` and `HZ` is `tp.hz` (a setting, 250 by default); the
+//! - `tcp_jiffies32` is `tp.jiffies()` and `HZ` is `tp.clock.hz` (a setting, 250 by default); the
 //!   simulation's jiffies start at 0, so an epoch started in the first jiffy reads as "no epoch"
 //!   (`epoch_start == 0`), exactly as the kernel would when jiffies pass through 0. BIC only
 //!   records `epoch_start`, so this has no effect on the window.
@@ -317,7 +317,7 @@ impl CongestionControl for Bic {
                 return;
             }
         }
-        let (now, hz) = (tp.jiffies(), tp.hz);
+        let (now, hz) = (tp.jiffies(), tp.clock.hz);
         self.bictcp_update(tp.snd_cwnd, now, hz);
         tcp_cong_avoid_ai(tp, self.ca.cnt, acked);
     }
@@ -355,7 +355,12 @@ mod tests {
     const MSS: u64 = 1448;
 
     fn sock(cwnd: u32, ssthresh: u32) -> TcpSock {
-        let mut tp = TcpSock::new(MSS as u32, cwnd, u32::MAX, 250);
+        let mut tp = TcpSock::new(
+            MSS as u32,
+            cwnd,
+            u32::MAX,
+            crate::tcp::clock::KernelClock::new(250),
+        );
         tp.snd_ssthresh = ssthresh;
         tp.is_cwnd_limited = true;
         tp

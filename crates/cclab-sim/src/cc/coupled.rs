@@ -169,7 +169,12 @@ pub(crate) mod test_support {
 
     /// A socket in congestion avoidance matching `v`, cwnd-limited.
     pub(crate) fn sock(v: &SubflowView) -> TcpSock {
-        let mut tp = TcpSock::new(v.mss_bytes, v.cwnd_pkts, u32::MAX, 250);
+        let mut tp = TcpSock::new(
+            v.mss_bytes,
+            v.cwnd_pkts,
+            u32::MAX,
+            crate::tcp::clock::KernelClock::new(250),
+        );
         tp.snd_ssthresh = v.ssthresh_pkts;
         tp.srtt_us = v.srtt_us;
         tp.ca_state = v.ca_state;

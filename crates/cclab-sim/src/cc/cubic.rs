@@ -4,7 +4,7 @@
 //! windows and jiffies, `u64` intermediates, the same truncating divisions and the same wrapping
 //! (done with `wrapping_*` so debug builds do not trap where C silently wraps). Time comes from
 //! `TcpSock`: `bictcp_clock_us()` is `tp.tcp_mstamp_us` truncated to `u32` as in the kernel,
-//! `tcp_jiffies32` is `tp.jiffies()` and `HZ` is `tp.hz` (250 on the reference machine); all
+//! `tcp_jiffies32` is `tp.jiffies()` and `HZ` is `tp.clock.hz` (250 on the reference machine); all
 //! jiffy arithmetic stays in jiffies.
 //!
 //! The kernel's module parameters are global; here they are per instance, in [`CubicParams`]
@@ -532,7 +532,7 @@ impl CongestionControl for Cubic {
                 return;
             }
         }
-        let (now, hz) = (tp.jiffies(), tp.hz);
+        let (now, hz) = (tp.jiffies(), tp.clock.hz);
         self.bictcp_update(tp.snd_cwnd, acked, now, hz);
         tcp_cong_avoid_ai(tp, self.ca.cnt, acked);
     }
@@ -575,7 +575,7 @@ impl CongestionControl for Cubic {
 
         // Discard delay samples right after fast recovery
         if self.ca.epoch_start != 0
-            && (tp.jiffies().wrapping_sub(self.ca.epoch_start) as i32) < tp.hz as i32
+            && (tp.jiffies().wrapping_sub(self.ca.epoch_start) as i32) < tp.clock.hz as i32
         {
             return;
         }

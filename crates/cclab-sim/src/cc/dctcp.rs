@@ -339,7 +339,7 @@ mod tests {
 
     /// An established sender with ECN negotiated (or not), DCTCP initialised.
     fn setup(shift_g: u32, alpha_on_init: u32, ecn: bool) -> (Dctcp, TcpSock) {
-        let mut tp = TcpSock::new(MSS, 10, u32::MAX, 250);
+        let mut tp = TcpSock::new(MSS, 10, u32::MAX, crate::tcp::clock::KernelClock::new(250));
         tp.ecn_flags = if ecn {
             EcnMode::Low.initial_flags()
         } else {

@@ -166,7 +166,12 @@ mod tests {
     use super::*;
 
     fn sock(cwnd: u32) -> TcpSock {
-        let mut tp = TcpSock::new(1448, cwnd, u32::MAX, 250);
+        let mut tp = TcpSock::new(
+            1448,
+            cwnd,
+            u32::MAX,
+            crate::tcp::clock::KernelClock::new(250),
+        );
         tp.snd_ssthresh = 2;
         tp.is_cwnd_limited = true;
         tp

@@ -14,7 +14,7 @@
 //! `set_state`, `undo_cwnd` and `pkts_acked`; so do we.
 //!
 //! Divergences from the kernel, and why:
-//! - `jiffies` and `tcp_jiffies32` are both `tp.jiffies()`, and `HZ` is `tp.hz` (a setting, 250
+//! - `jiffies` and `tcp_jiffies32` are both `tp.jiffies()`, and `HZ` is `tp.clock.hz` (a setting, 250
 //!   by default); all RTTs are kept in jiffies as in the kernel.
 //! - The kernel marks "no undo information" with `undo_last_cong == 0`; its jiffies start at
 //!   `INITIAL_JIFFIES` (5 minutes before wrapping), so a real congestion time of 0 practically
@@ -303,7 +303,7 @@ impl CongestionControl for Htcp {
     /// net/ipv4/tcp_htcp.c: htcp_recalc_ssthresh(): update beta and alpha, then
     /// `max(cwnd * beta >> 7, 2)`.
     fn ssthresh(&mut self, tp: &mut TcpSock) -> u32 {
-        self.param_update(tp.jiffies(), tp.hz);
+        self.param_update(tp.jiffies(), tp.clock.hz);
         (tp.snd_cwnd.wrapping_mul(self.ca.beta as u32) >> 7).max(2)
     }
 
@@ -324,7 +324,7 @@ impl CongestionControl for Htcp {
                 tp.set_cwnd(tp.snd_cwnd + 1);
             }
             tp.snd_cwnd_cnt = 0;
-            let (now, hz) = (tp.jiffies(), tp.hz);
+            let (now, hz) = (tp.jiffies(), tp.clock.hz);
             self.alpha_update(now, hz);
         } else {
             tp.snd_cwnd_cnt = tp.snd_cwnd_cnt.wrapping_add(self.ca.pkts_acked as u32);
@@ -351,7 +351,7 @@ impl CongestionControl for Htcp {
     /// up) and, with the bandwidth switch, the achieved throughput once per window and minRTT.
     fn pkts_acked(&mut self, tp: &mut TcpSock, sample: &AckSample) {
         let now = tp.jiffies();
-        let hz = tp.hz;
+        let hz = tp.clock.hz;
 
         if tp.ca_state == CaState::Open {
             self.ca.pkts_acked = sample.pkts_acked as u16;
@@ -434,7 +434,12 @@ mod tests {
     const HZ: u32 = 250;
 
     fn sock(cwnd: u32, ssthresh: u32) -> TcpSock {
-        let mut tp = TcpSock::new(1448, cwnd, u32::MAX, HZ);
+        let mut tp = TcpSock::new(
+            1448,
+            cwnd,
+            u32::MAX,
+            crate::tcp::clock::KernelClock::new(HZ),
+        );
         tp.snd_ssthresh = ssthresh;
         tp.is_cwnd_limited = true;
         tp

@@ -248,7 +248,7 @@ mod tests {
     /// A connection whose smoothed RTT is `srtt_ms`, in `state`, Hybla initialised as the
     /// simulator does (no RTT yet), then one ACK to take the srtt into rho.
     fn setup(srtt_ms: u32, cwnd: u32, ssthresh: u32) -> (Hybla, TcpSock) {
-        let mut tp = TcpSock::new(MSS, 10, 100_000, 250);
+        let mut tp = TcpSock::new(MSS, 10, 100_000, crate::tcp::clock::KernelClock::new(250));
         let mut cc = Hybla::default();
         cc.init(&mut tp);
         assert_eq!((tp.snd_cwnd, tp.snd_cwnd_clamp, cc.rho()), (1, 65535, 1));
@@ -284,7 +284,7 @@ mod tests {
             );
         }
         // rtt0 is a tunable: 250 ms against rtt0 = 50 ms gives rho 5.
-        let mut tp = TcpSock::new(MSS, 10, 100_000, 250);
+        let mut tp = TcpSock::new(MSS, 10, 100_000, crate::tcp::clock::KernelClock::new(250));
         tp.srtt_us = 250_000 << 3;
         let mut cc = Hybla::new(50);
         cc.init(&mut tp);

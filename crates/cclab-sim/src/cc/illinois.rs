@@ -332,7 +332,7 @@ mod tests {
     const BASE: i64 = 100_000;
 
     fn setup(cwnd: u32) -> (Illinois, TcpSock) {
-        let mut tp = TcpSock::new(MSS, cwnd, 100_000, 250);
+        let mut tp = TcpSock::new(MSS, cwnd, 100_000, crate::tcp::clock::KernelClock::new(250));
         tp.snd_ssthresh = 10; // congestion avoidance
         tp.is_cwnd_limited = true;
         let mut cc = Illinois::default();

@@ -309,7 +309,7 @@ mod tests {
 
     impl Link {
         fn new(cwnd: u32) -> Self {
-            let mut tp = TcpSock::new(MSS, cwnd, 100_000, 250);
+            let mut tp = TcpSock::new(MSS, cwnd, 100_000, crate::tcp::clock::KernelClock::new(250));
             tp.is_cwnd_limited = true;
             tp.snd_ssthresh = 2; // congestion avoidance
             let mut cc = Lp::new();

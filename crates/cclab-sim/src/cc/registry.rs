@@ -615,7 +615,12 @@ mod tests {
         assert_eq!(cubic.cube_factor(), (1u64 << 40) / 256);
         // Through the trait object: ssthresh = cwnd * 819 / 1024.
         let mut cc = build("cubic-ios", &Params::new()).unwrap();
-        let mut tp = TcpSock::new(1448, 1000, u32::MAX, 250);
+        let mut tp = TcpSock::new(
+            1448,
+            1000,
+            u32::MAX,
+            crate::tcp::clock::KernelClock::new(250),
+        );
         cc.init(&mut tp);
         assert_eq!(cc.ssthresh(&mut tp), 799);
         let mut cc = build("cubic", &Params::new()).unwrap();

@@ -120,7 +120,12 @@ mod tests {
     const MSS: u32 = 1448;
 
     fn sock(cwnd: u32) -> TcpSock {
-        let mut tp = TcpSock::new(MSS, cwnd, u32::MAX, 250);
+        let mut tp = TcpSock::new(
+            MSS,
+            cwnd,
+            u32::MAX,
+            crate::tcp::clock::KernelClock::new(250),
+        );
         tp.is_cwnd_limited = true;
         tp
     }

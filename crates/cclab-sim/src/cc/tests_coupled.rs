@@ -453,7 +453,7 @@ fn single_path_is_reno_on_the_hook_sequence() {
             let p: Params = [("exact".to_string(), ParamValue::Bool(exact))].into();
             let mut cc = build(name, &p).unwrap();
             let mut reno = Reno::new();
-            let mut a = TcpSock::new(1448, 10, u32::MAX, 250);
+            let mut a = TcpSock::new(1448, 10, u32::MAX, crate::tcp::clock::KernelClock::new(250));
             a.is_cwnd_limited = true;
             let mut b = a.clone();
             cc.init(&mut a);

@@ -9,7 +9,12 @@ use crate::tcp::sock::TCP_INFINITE_SSTHRESH;
 const MSS: u64 = 1448;
 
 fn sock(cwnd: u32) -> TcpSock {
-    let mut tp = TcpSock::new(MSS as u32, cwnd, u32::MAX, 250);
+    let mut tp = TcpSock::new(
+        MSS as u32,
+        cwnd,
+        u32::MAX,
+        crate::tcp::clock::KernelClock::new(250),
+    );
     tp.is_cwnd_limited = true;
     tp
 }

@@ -314,7 +314,7 @@ mod tests {
     const RATE_PPS: i64 = 500;
 
     fn sock(cwnd: u32) -> TcpSock {
-        let mut tp = TcpSock::new(MSS, cwnd, 10_000, 250);
+        let mut tp = TcpSock::new(MSS, cwnd, 10_000, crate::tcp::clock::KernelClock::new(250));
         tp.is_cwnd_limited = true;
         tp
     }

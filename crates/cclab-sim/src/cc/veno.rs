@@ -248,7 +248,7 @@ mod tests {
     const MSS: u32 = 1000;
 
     fn sock(cwnd: u32) -> TcpSock {
-        let mut tp = TcpSock::new(MSS, cwnd, 10_000, 250);
+        let mut tp = TcpSock::new(MSS, cwnd, 10_000, crate::tcp::clock::KernelClock::new(250));
         tp.is_cwnd_limited = true;
         tp
     }

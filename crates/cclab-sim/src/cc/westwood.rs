@@ -9,7 +9,7 @@
 //!
 //! Units are the kernel's: RTTs and window lengths in jiffies (`usecs_to_jiffies` of the RTT
 //! sample, `tcp_jiffies32` timestamps, `TCP_WESTWOOD_RTT_MIN = HZ / 20`,
-//! `TCP_WESTWOOD_INIT_RTT = 20 * HZ`, with `HZ = tp.hz`), bandwidth in bytes per jiffy, all
+//! `TCP_WESTWOOD_INIT_RTT = 20 * HZ`, with `HZ = tp.clock.hz`), bandwidth in bytes per jiffy, all
 //! `u32` with C's wrapping (`bw_est * rtt_min` is a `u32` product, as in the kernel).
 //!
 //! Where we diverge from the kernel, and why:
@@ -121,7 +121,7 @@ impl Westwood {
 
         // If the RTT is below 50 ms, keep building the sample: estimates over small time
         // intervals are better avoided.
-        if self.rtt != 0 && delta > self.rtt.max(tcp_westwood_rtt_min(tp.hz)) {
+        if self.rtt != 0 && delta > self.rtt.max(tcp_westwood_rtt_min(tp.clock.hz)) {
             self.westwood_filter(delta);
             self.bk = 0;
             self.rtt_win_sx = now;
@@ -205,7 +205,7 @@ impl CongestionControl for Westwood {
         self.accounted = 0;
         self.cumul_ack = 0;
         self.reset_rtt_min = true;
-        self.rtt = tcp_westwood_init_rtt(tp.hz);
+        self.rtt = tcp_westwood_init_rtt(tp.clock.hz);
         self.rtt_min = self.rtt;
         self.rtt_win_sx = tp.jiffies();
         self.snd_una = tp.snd_una;
@@ -263,7 +263,7 @@ impl CongestionControl for Westwood {
     /// net/ipv4/tcp_westwood.c: tcp_westwood_pkts_acked().
     fn pkts_acked(&mut self, tp: &mut TcpSock, sample: &AckSample) {
         if sample.rtt_us > 0 {
-            self.rtt = usecs_to_jiffies(sample.rtt_us as u64, tp.hz);
+            self.rtt = usecs_to_jiffies(sample.rtt_us as u64, tp.clock.hz);
         }
     }
 
@@ -313,7 +313,7 @@ mod tests {
     }
 
     fn started() -> (Westwood, TcpSock) {
-        let mut tp = TcpSock::new(MSS, 10, 10_000, 250);
+        let mut tp = TcpSock::new(MSS, 10, 10_000, crate::tcp::clock::KernelClock::new(250));
         tp.tcp_mstamp_us = 1_000_000;
         let mut cc = Westwood::new();
         cc.init(&mut tp);

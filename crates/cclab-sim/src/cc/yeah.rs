@@ -260,7 +260,7 @@ mod tests {
     const BASE: i64 = 100_000;
 
     fn setup(cwnd: u32, ssthresh: u32) -> (Yeah, TcpSock) {
-        let mut tp = TcpSock::new(MSS, cwnd, 100_000, 250);
+        let mut tp = TcpSock::new(MSS, cwnd, 100_000, crate::tcp::clock::KernelClock::new(250));
         tp.is_cwnd_limited = true;
         let mut cc = Yeah::new();
         cc.init(&mut tp);
@@ -412,7 +412,7 @@ mod tests {
 
     #[test]
     fn vegas_hooks_and_init() {
-        let mut tp = TcpSock::new(MSS, 10, u32::MAX, 250);
+        let mut tp = TcpSock::new(MSS, 10, u32::MAX, crate::tcp::clock::KernelClock::new(250));
         tp.snd_nxt = 5000;
         let mut cc = Yeah::new();
         cc.init(&mut tp);

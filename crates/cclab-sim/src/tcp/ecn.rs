@@ -262,7 +262,7 @@ mod tests {
             delayed_ack: true,
             rwnd_bytes: 10 * MSS as u64,
             size_bytes: u64::MAX,
-            hz: 1000,
+            clock: crate::tcp::clock::KernelClock::exact(1000),
             ecn,
         })
     }
@@ -379,7 +379,7 @@ mod tests {
                 dsack_undo: true,
                 sto_response: Default::default(),
                 size_bytes: u64::MAX,
-                hz: 1000,
+                clock: crate::tcp::clock::KernelClock::exact(1000),
                 ecn,
                 stack: Default::default(),
                 ack_counting: Default::default(),

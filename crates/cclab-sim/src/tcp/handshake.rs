@@ -44,6 +44,7 @@
 //! is acked, while ours starts Open; `tcp_init_metrics` finds no cached metrics (a fresh
 //! namespace, as on the kernel backend).
 
+use super::clock::KernelClock;
 use super::sender::Sender;
 use crate::cc::CaState;
 use crate::tcp::sock::TCP_INFINITE_SSTHRESH;
@@ -120,12 +121,11 @@ pub fn ts_clock_ms(now_ns: u64) -> u32 {
     (now_ns / 1_000_000) as u32 + 1
 }
 
-/// `inet_csk_reset_xmit_timer` / `mod_timer`: a deadline `when_us` from `now_ns`, on a jiffy.
-fn jiffy_deadline_ns(now_ns: u64, when_us: u64, hz: u32) -> u64 {
-    let hz = u64::from(hz);
-    let j_now = now_ns * hz / 1_000_000_000;
-    let j = (when_us * hz).div_ceil(1_000_000);
-    ((j_now + j) * 1_000_000_000 / hz).max(now_ns + 1)
+/// `inet_csk_reset_xmit_timer` / `mod_timer`: a timer for `when_us` (whole jiffies, rounded up)
+/// from `now_ns`, run when the timer wheel reaches its bucket (`clock.rs`).
+fn jiffy_deadline_ns(now_ns: u64, when_us: u64, clock: &KernelClock) -> u64 {
+    let j = (when_us * u64::from(clock.hz)).div_ceil(1_000_000);
+    clock.timer_fire_ns(now_ns, j)
 }
 
 /// `tcp_model_timeout`: how long `boundary` backed-off retransmissions from `rto_base_us` last,
@@ -171,7 +171,7 @@ pub struct Opened {
 pub struct Connector {
     pub state: ConnState,
     timestamps: bool,
-    hz: u32,
+    clock: KernelClock,
     /// `tcp_timeout_init`, us.
     timeout_init_us: u64,
     rto_max_us: u64,
@@ -202,12 +202,17 @@ pub enum SynTimeout {
 
 impl Connector {
     /// A closed socket; `timeout_init_us` is `tcp_timeout_init` (the flow's `rto_initial_ms`).
-    pub fn new(timestamps: bool, hz: u32, timeout_init_us: u64, rto_max_us: u64) -> Self {
+    pub fn new(
+        timestamps: bool,
+        clock: KernelClock,
+        timeout_init_us: u64,
+        rto_max_us: u64,
+    ) -> Self {
         let init = timeout_init_us.clamp(1, RTO_MAX_US);
         Connector {
             state: ConnState::Closed,
             timestamps,
-            hz,
+            clock,
             timeout_init_us: init,
             rto_max_us,
             icsk_rto_us: init,
@@ -237,7 +242,7 @@ impl Connector {
         self.state = ConnState::SynSent;
         self.first_syn_ns = now_ns;
         self.retrans_stamp_ms = ts_clock_ms(now_ns);
-        self.timer_ns = Some(jiffy_deadline_ns(now_ns, self.icsk_rto_us, self.hz));
+        self.timer_ns = Some(jiffy_deadline_ns(now_ns, self.icsk_rto_us, &self.clock));
         self.syn(now_ns)
     }
 
@@ -265,7 +270,7 @@ impl Connector {
         if self.total_rto > SYN_LINEAR_TIMEOUTS {
             self.icsk_rto_us = (self.icsk_rto_us << 1).min(self.rto_max_us);
         }
-        self.timer_ns = Some(jiffy_deadline_ns(now_ns, self.icsk_rto_us, self.hz));
+        self.timer_ns = Some(jiffy_deadline_ns(now_ns, self.icsk_rto_us, &self.clock));
         Some(SynTimeout::Resent(seg))
     }
 
@@ -345,7 +350,7 @@ pub enum SynAckTimeout {
 pub struct Listener {
     pub state: ReqState,
     timestamps: bool,
-    hz: u32,
+    clock: KernelClock,
     /// `req->timeout` (`tcp_timeout_init`), us.
     timeout_us: u64,
     /// `req->num_timeout`.
@@ -362,11 +367,11 @@ pub struct Listener {
 
 impl Listener {
     /// A listening socket; `timeout_us` is `tcp_timeout_init` (the flow's `rto_initial_ms`).
-    pub fn new(timestamps: bool, hz: u32, timeout_us: u64) -> Self {
+    pub fn new(timestamps: bool, clock: KernelClock, timeout_us: u64) -> Self {
         Listener {
             state: ReqState::Listen,
             timestamps,
-            hz,
+            clock,
             timeout_us: timeout_us.clamp(1, RTO_MAX_US),
             num_timeout: 0,
             num_retrans: 0,
@@ -403,7 +408,7 @@ impl Listener {
                 self.num_retrans = 0;
                 self.last_oow_ns = None;
                 self.ts_recent = seg.tsval;
-                self.timer_ns = Some(jiffy_deadline_ns(now_ns, self.timeout_us, self.hz));
+                self.timer_ns = Some(jiffy_deadline_ns(now_ns, self.timeout_us, &self.clock));
                 Some((self.synack(now_ns), false))
             }
             // tcp_check_req: a retransmitted SYN; resend unless rate-limited, rearm the timer.
@@ -419,7 +424,7 @@ impl Listener {
                 self.num_retrans += 1;
                 if self.timer_ns.is_some() {
                     let when = self.reqsk_timeout_us();
-                    self.timer_ns = Some(jiffy_deadline_ns(now_ns, when, self.hz));
+                    self.timer_ns = Some(jiffy_deadline_ns(now_ns, when, &self.clock));
                 }
                 Some((self.synack(now_ns), true))
             }
@@ -443,7 +448,7 @@ impl Listener {
         let seg = self.synack(now_ns);
         self.num_timeout += 1;
         let when = self.reqsk_timeout_us();
-        self.timer_ns = Some(jiffy_deadline_ns(now_ns, when, self.hz));
+        self.timer_ns = Some(jiffy_deadline_ns(now_ns, when, &self.clock));
         Some(SynAckTimeout::Resent(seg, self.num_retrans))
     }
 
@@ -509,7 +514,7 @@ mod tests {
 
     #[test]
     fn syns_go_out_linear_then_doubling_and_give_up_at_131_s() {
-        let mut c = Connector::new(true, 1000, 1_000_000, 120_000_000);
+        let mut c = Connector::new(true, KernelClock::exact(1000), 1_000_000, 120_000_000);
         c.connect(0);
         let mut sent_s = vec![];
         while let Some(t) = c.timer_ns {
@@ -530,7 +535,7 @@ mod tests {
     #[test]
     fn karn_and_the_timestamp_sample() {
         // Not retransmitted: the SYN's timing.
-        let mut c = Connector::new(true, 1000, 1_000_000, 120_000_000);
+        let mut c = Connector::new(true, KernelClock::exact(1000), 1_000_000, 120_000_000);
         let syn = c.connect(5 * MS);
         let synack = HsSeg {
             kind: HsKind::SynAck,
@@ -542,7 +547,7 @@ mod tests {
         assert_eq!(o.seq_rtt_us, 40_000);
         assert_eq!(ack.unwrap().tsecr, 7);
         // Retransmitted: no timing sample; the echo of the second SYN still gives one.
-        let mut c = Connector::new(true, 1000, 1_000_000, 120_000_000);
+        let mut c = Connector::new(true, KernelClock::exact(1000), 1_000_000, 120_000_000);
         c.connect(0);
         let Some(SynTimeout::Resent(syn2)) = c.on_timer(1000 * MS) else {
             panic!()
@@ -563,7 +568,7 @@ mod tests {
 
     #[test]
     fn an_echo_of_the_first_syn_proves_the_timeout_spurious() {
-        let mut c = Connector::new(true, 1000, 1_000_000, 120_000_000);
+        let mut c = Connector::new(true, KernelClock::exact(1000), 1_000_000, 120_000_000);
         let syn = c.connect(0);
         c.on_timer(1000 * MS);
         let synack = HsSeg {
@@ -581,7 +586,7 @@ mod tests {
 
     #[test]
     fn synacks_are_resent_at_1_3_7_15_31_s_and_the_request_expires_at_63_s() {
-        let mut l = Listener::new(true, 1000, 1_000_000);
+        let mut l = Listener::new(true, KernelClock::exact(1000), 1_000_000);
         let syn = HsSeg {
             kind: HsKind::Syn,
             tsval: 1,
@@ -608,7 +613,7 @@ mod tests {
 
     #[test]
     fn a_retransmitted_syn_draws_a_synack_at_once_and_the_ack_establishes() {
-        let mut l = Listener::new(false, 1000, 1_000_000);
+        let mut l = Listener::new(false, KernelClock::exact(1000), 1_000_000);
         let syn = HsSeg {
             kind: HsKind::Syn,
             tsval: 0,

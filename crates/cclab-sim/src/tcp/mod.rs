@@ -1,6 +1,7 @@
 //! TCP, faithful to Linux 6.18 (this machine's kernel): sender, receiver, RTT estimation, loss
 //! recovery. Each function names the kernel function it follows.
 
+pub mod clock;
 pub mod ecn;
 pub mod handshake;
 pub mod minmax;

@@ -52,7 +52,8 @@ pub struct ReceiverConfig {
     pub rwnd_bytes: u64,
     /// Bytes the application expects (u64::MAX for bulk).
     pub size_bytes: u64,
-    pub hz: u32,
+    /// The kernel's tick clock and timer wheel (`clock.rs`).
+    pub clock: super::clock::KernelClock,
     /// ECN at this end (negotiated when the flow asks for it).
     pub ecn: EcnMode,
 }
@@ -81,8 +82,10 @@ pub struct Receiver {
     ack_sched: bool,
     /// Send an ACK at once (`ICSK_ACK_NOW`).
     pub(crate) ack_now: bool,
-    /// Delayed-ACK timer deadline, ns.
+    /// Delayed-ACK timer: when it runs, ns (the wheel's bucket for `delack_timeout`).
     delack_deadline: Option<u64>,
+    /// `icsk_ack.timeout`: the delayed-ACK timer's expiry, jiffies.
+    delack_timeout: u64,
     compressed_ack: u32,
     compressed_ack_rcv_nxt: u64,
     dup_ack_counter: u32,
@@ -119,6 +122,7 @@ impl Receiver {
             ack_sched: false,
             ack_now: false,
             delack_deadline: None,
+            delack_timeout: 0,
             compressed_ack: 0,
             compressed_ack_rcv_nxt: 0,
             dup_ack_counter: 0,
@@ -132,11 +136,11 @@ impl Receiver {
     }
 
     fn jiffies(&self) -> u64 {
-        self.now_ns * self.cfg.hz as u64 / 1_000_000_000
+        self.cfg.clock.jiffies_at(self.now_ns)
     }
 
     fn ato_min(&self) -> u64 {
-        (self.cfg.hz / 25) as u64 // TCP_ATO_MIN = HZ / 25
+        (self.cfg.clock.hz / 25) as u64 // TCP_ATO_MIN = HZ / 25
     }
 
     fn ts_now(&self) -> u32 {
@@ -144,7 +148,7 @@ impl Receiver {
     }
 
     fn rto_jiffies(&self) -> u64 {
-        RECEIVER_RTO_US * self.cfg.hz as u64 / 1_000_000
+        RECEIVER_RTO_US * self.cfg.clock.hz as u64 / 1_000_000
     }
 
     /// Earliest pending timer, ns.
@@ -405,24 +409,23 @@ impl Receiver {
         let ato_min = self.ato_min();
         let mut ato = self.ato;
         if ato > ato_min {
-            let max_ato = (self.cfg.hz / 2) as u64; // HZ/2; no srtt on a pure receiver
+            let max_ato = (self.cfg.clock.hz / 2) as u64; // HZ/2; no srtt on a pure receiver
             ato = ato.min(max_ato);
         }
-        let delack_max = (self.cfg.hz / 5) as u64; // TCP_DELACK_MAX = HZ/5
+        let delack_max = (self.cfg.clock.hz / 5) as u64; // TCP_DELACK_MAX = HZ/5
         ato = ato.min(delack_max);
-        let hz = self.cfg.hz as u64;
         let now_j = self.jiffies();
         let mut timeout_j = now_j + ato;
-        if let Some(d) = self.delack_deadline {
-            let d_j = d * hz / 1_000_000_000;
-            if d_j <= now_j + (ato >> 2) {
+        if self.delack_deadline.is_some() {
+            // If delack timer is about to expire, send ACK now.
+            if self.delack_timeout <= now_j + (ato >> 2) {
                 self.send_ack(out);
                 return;
             }
-            timeout_j = timeout_j.min(d_j);
+            timeout_j = timeout_j.min(self.delack_timeout);
         }
-        let deadline = (timeout_j * 1_000_000_000).div_ceil(hz);
-        self.delack_deadline = Some(deadline.max(self.now_ns + 1));
+        self.delack_timeout = timeout_j;
+        self.delack_deadline = Some(self.cfg.clock.expiry_fire_ns(self.now_ns, timeout_j));
     }
 
     /// A receiver timer fired (delayed ACK or SACK compression).
@@ -553,7 +556,7 @@ mod tests {
             delayed_ack: delayed,
             rwnd_bytes: 1 << 30,
             size_bytes: u64::MAX,
-            hz: 1000,
+            clock: crate::tcp::clock::KernelClock::exact(1000),
             ecn: EcnMode::Off,
         })
     }

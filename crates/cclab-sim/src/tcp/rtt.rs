@@ -129,7 +129,7 @@ impl Sender {
 
     /// `tcp_update_rtt_min`: windowed min of RTT samples (0 counts as one jiffy).
     pub(crate) fn update_rtt_min(&mut self, rtt_us: i64) {
-        let wlen = MIN_RTT_WLEN_S * self.tp.hz;
+        let wlen = MIN_RTT_WLEN_S * self.tp.clock.hz;
         let v = if rtt_us > 0 {
             rtt_us as u32
         } else {
@@ -179,12 +179,12 @@ impl Sender {
 
     /// `usecs_to_jiffies` (rounds up).
     pub(crate) fn us_to_jiffies(&self, us: u64) -> u64 {
-        (us * self.tp.hz as u64).div_ceil(1_000_000)
+        (us * self.tp.clock.hz as u64).div_ceil(1_000_000)
     }
 
     /// `jiffies_to_usecs`.
     pub(crate) fn jiffies_to_us(&self, j: u64) -> u64 {
-        j * 1_000_000 / self.tp.hz as u64
+        j * 1_000_000 / self.tp.clock.hz as u64
     }
 }
 

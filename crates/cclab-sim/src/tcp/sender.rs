@@ -136,8 +136,8 @@ pub struct SenderConfig {
     pub sto_response: crate::tcp::sto::StoResponse,
     /// Bytes the application sends; `u64::MAX` for bulk.
     pub size_bytes: u64,
-    /// Kernel HZ (jiffies granularity).
-    pub hz: u32,
+    /// The kernel's tick clock and timer wheel (`clock.rs`).
+    pub clock: super::clock::KernelClock,
     /// ECN (negotiated when the flow asks for it; `ecn.rs`).
     pub ecn: crate::tcp::ecn::EcnMode,
     /// The sending host's stack below TCP (`tsq.rs`).
@@ -259,7 +259,7 @@ impl Sender {
             cfg.mss_bytes,
             cfg.initial_cwnd_pkts,
             cfg.max_cwnd_pkts,
-            cfg.hz,
+            cfg.clock,
         );
         tp.icsk_rto_us = cfg.rto_initial_us.min(u32::MAX as u64) as u32;
         tp.pacing_shift = cfg.stack.pacing_shift;
@@ -368,14 +368,13 @@ impl Sender {
                 .is_some_and(|h| h.sacked & EVER_RETRANS != 0)
     }
 
-    /// `inet_csk_reset_xmit_timer(sk, what, when)`: arm on a jiffy boundary.
+    /// `inet_csk_reset_xmit_timer(sk, what, when)`: `sk_reset_timer` for `jiffies + when`, run
+    /// when the timer wheel reaches the expiry's bucket (`clock.rs`).
     pub(crate) fn reset_xmit_timer(&mut self, what: XmitTimer, when_us: u64) {
         let when = when_us.min(self.cfg.rto_max_us);
-        let hz = self.tp.hz as u64;
-        let j_now = self.now_ns * hz / 1_000_000_000;
         let j = self.us_to_jiffies(when);
-        let deadline = (j_now + j) * 1_000_000_000 / hz;
-        self.xmit_timer = Some((what, deadline.max(self.now_ns + 1)));
+        let deadline = self.tp.clock.timer_fire_ns(self.now_ns, j);
+        self.xmit_timer = Some((what, deadline));
     }
 
     /// `tcp_rearm_rto`.

@@ -16,8 +16,9 @@ pub const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 pub struct TcpSock {
     /// `tcp_mstamp`: time of the event being processed, microseconds since the run started.
     pub tcp_mstamp_us: u64,
-    /// Kernel tick rate used for `tcp_jiffies32` (CONFIG_HZ; 250 on this machine's kernel).
-    pub hz: u32,
+    /// The kernel's tick clock (`clock.hz` is CONFIG_HZ, 250 on this machine's kernel): jiffies
+    /// for `tcp_jiffies32`, and the timer wheel (`clock.rs`).
+    pub clock: super::clock::KernelClock,
     /// Congestion window, packets (`snd_cwnd`).
     pub snd_cwnd: u32,
     /// Slow-start threshold, packets (`snd_ssthresh`).
@@ -126,10 +127,15 @@ impl TcpSock {
     /// A fresh sender: ssthresh infinite (Linux `tcp_init_sock`), cwnd = the initial window
     /// capped by the clamp (`tcp_init_transfer` sets `tcp_init_cwnd()`: min(TCP_INIT_CWND or the
     /// route's initcwnd, snd_cwnd_clamp), net/ipv4/tcp_input.c).
-    pub fn new(mss_bytes: u32, initial_cwnd_pkts: u32, cwnd_clamp_pkts: u32, hz: u32) -> Self {
+    pub fn new(
+        mss_bytes: u32,
+        initial_cwnd_pkts: u32,
+        cwnd_clamp_pkts: u32,
+        clock: super::clock::KernelClock,
+    ) -> Self {
         TcpSock {
             tcp_mstamp_us: 0,
-            hz,
+            clock,
             snd_cwnd: initial_cwnd_pkts.min(cwnd_clamp_pkts),
             snd_ssthresh: TCP_INFINITE_SSTHRESH,
             snd_cwnd_cnt: 0,
@@ -182,12 +188,12 @@ impl TcpSock {
 
     /// `tcp_jiffies32`: the kernel tick counter at `tcp_mstamp_us` (wraps like the kernel's).
     pub fn jiffies(&self) -> u32 {
-        (self.tcp_mstamp_us * self.hz as u64 / 1_000_000) as u32
+        self.clock.jiffies_at(self.tcp_mstamp_us * 1000) as u32
     }
 
     /// Convert milliseconds to jiffies as `msecs_to_jiffies` does (rounding up).
     pub fn msecs_to_jiffies(&self, ms: u32) -> u32 {
-        ((ms as u64 * self.hz as u64).div_ceil(1000)) as u32
+        ((ms as u64 * self.clock.hz as u64).div_ceil(1000)) as u32
     }
 
     /// `tcp_stamp_us_delta(t1, t0)`: microseconds from `t0` to `t1`, 0 if negative.

@@ -58,7 +58,7 @@ impl Setup {
                 dsack_undo: true,
                 sto_response: Default::default(),
                 size_bytes: self.size_segs.saturating_mul(MSS as u64),
-                hz: self.hz,
+                clock: crate::tcp::clock::KernelClock::exact(self.hz),
                 ecn: self.ecn,
                 stack: Default::default(),
                 ack_counting: self.ack_counting,

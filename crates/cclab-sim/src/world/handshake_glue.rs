@@ -54,15 +54,15 @@ impl Handshake {
     pub fn new(
         sack: bool,
         timestamps: bool,
-        hz: u32,
+        clock: crate::tcp::clock::KernelClock,
         rto_initial_us: u64,
         rto_max_us: u64,
         mptcp: Option<MptcpOption>,
     ) -> Self {
         let [syn, synack, ack] = mptcp.map_or([0; 3], MptcpOption::bytes);
         Handshake {
-            conn: Connector::new(timestamps, hz, rto_initial_us, rto_max_us),
-            listen: Listener::new(timestamps, hz, rto_initial_us),
+            conn: Connector::new(timestamps, clock, rto_initial_us, rto_max_us),
+            listen: Listener::new(timestamps, clock, rto_initial_us),
             syn_wire: syn_wire_bytes(sack, timestamps) + syn,
             synack_wire: syn_wire_bytes(sack, timestamps) + synack,
             ack_wire: ack_wire_bytes(timestamps) + ack,

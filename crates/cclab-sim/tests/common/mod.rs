@@ -37,6 +37,7 @@ pub struct Dumbbell {
     seed: u64,
     trace: Option<TraceMode>,
     trace_interval_ms: Option<f64>,
+    timer_wheel: Option<bool>,
     rate_bps: Option<u64>,
     rtt_ms: f64,
     queue_pkts: Option<u32>,
@@ -68,6 +69,7 @@ impl Dumbbell {
             seed: 1,
             trace: None,
             trace_interval_ms: None,
+            timer_wheel: None,
             rate_bps,
             rtt_ms,
             queue_pkts: None,
@@ -109,6 +111,13 @@ impl Dumbbell {
     /// (`sim.trace_interval_ms`).
     pub fn trace_interval_ms(mut self, ms: f64) -> Self {
         self.trace_interval_ms = Some(ms);
+        self
+    }
+
+    /// TCP's timers on Linux's timer wheel (`sim.timer_wheel`, on by default) or at their
+    /// expiry jiffy.
+    pub fn timer_wheel(mut self, on: bool) -> Self {
+        self.timer_wheel = Some(on);
         self
     }
 
@@ -222,6 +231,9 @@ impl Dumbbell {
         });
         if let Some(mode) = self.trace {
             v["sim"]["trace"] = serde_json::to_value(mode).expect("trace mode serialises");
+        }
+        if let Some(on) = self.timer_wheel {
+            v["sim"]["timer_wheel"] = json!(on);
         }
         if let Some(ms) = self.trace_interval_ms {
             v["sim"]["trace_interval_ms"] = json!(ms);

@@ -249,7 +249,7 @@ impl Bbr {
         let filter_expired = after(
             now,
             self.min_rtt_stamp
-                .wrapping_add(self.p.min_rtt_win_sec.wrapping_mul(tp.hz)),
+                .wrapping_add(self.p.min_rtt_win_sec.wrapping_mul(tp.clock.hz)),
         );
         if rs.rtt_us >= 0
             && ((rs.rtt_us as u64) < self.min_rtt_us as u64

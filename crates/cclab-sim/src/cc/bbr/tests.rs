@@ -3,7 +3,7 @@
 use super::*;
 
 fn sock() -> TcpSock {
-    let mut tp = TcpSock::new(1448, 10, u32::MAX, 250);
+    let mut tp = TcpSock::new(1448, 10, u32::MAX, crate::tcp::clock::KernelClock::new(250));
     tp.tcp_mstamp_us = 1;
     tp
 }

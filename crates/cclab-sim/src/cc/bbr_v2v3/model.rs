@@ -95,7 +95,7 @@ impl BbrNext {
         }
         let expire = self
             .min_rtt_stamp
-            .wrapping_add(self.p.min_rtt_win_sec.wrapping_mul(tp.hz));
+            .wrapping_add(self.p.min_rtt_win_sec.wrapping_mul(tp.clock.hz));
         let min_rtt_expired = after(now, expire);
         if self.probe_rtt_min_us <= self.min_rtt_us || min_rtt_expired {
             self.min_rtt_us = self.probe_rtt_min_us;

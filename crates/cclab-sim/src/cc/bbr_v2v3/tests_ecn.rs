@@ -13,7 +13,7 @@ struct Flow {
 
 impl Flow {
     fn new(v: Version, ecn: EcnMode) -> Flow {
-        let mut tp = TcpSock::new(1448, 10, u32::MAX, 250);
+        let mut tp = TcpSock::new(1448, 10, u32::MAX, crate::tcp::clock::KernelClock::new(250));
         tp.tcp_mstamp_us = 1;
         tp.ecn_flags = ecn.initial_flags();
         tp.min_rtt_us = 1000; // under ecn_max_rtt_us (5 ms)
