@@ -16,6 +16,9 @@ class ScenarioError(ValueError):
         lines += [f"{where if len(problems) == 1 else '  '}{p}: {m}" for p, m in problems]
         super().__init__("\n".join(lines))
 
+    def __reduce__(self):  # pickled whole (a process pool sends it back from a worker)
+        return (type(self), (self.problems, self.source))
+
 
 class RunStopped(BaseException):
     """A run ended by SIGTERM or SIGHUP (what timeout, systemd, job schedulers and a closed

@@ -583,7 +583,7 @@ class NetLink(Duplex):
 #: The fields of a TCP flow that a UDP flow does not take.
 _TCP_ONLY = ("cc", "cc_params", "mss_bytes", "initial_cwnd_pkts", "max_cwnd_pkts", "rwnd_bytes", "sack",
              "timestamps", "delayed_ack", "frto", "tlp", "ack_counting", "rto_min_ms", "rto_initial_ms",
-             "rto_max_ms", "rto_min_mode", "rto_profile", "eifel_detection", "dsack_undo", "sto_response",
+             "rto_max_ms", "rto_min_mode", "rtt_gains", "rto_profile", "eifel_detection", "dsack_undo", "sto_response",
              "profile", "ecn", "reverse_path", "handshake")
 
 
@@ -661,6 +661,10 @@ class Flow(_Model):
     #: variance) or "rfc6298" (RTO = max(rto_min, srtt + 4 rttvar), RFC 6298 2.4, with its
     #: estimator).
     rto_min_mode: Literal["linux", "rfc6298"] = "linux"
+    #: The gains of RFC 6298's estimator (rto_min_mode = "rfc6298" only): "per_sample" (1/8 and
+    #: 1/4 per RTT sample, the RFC's 2.3) or "per_window" (divided by the samples a window gives,
+    #: RFC 7323 Appendix G, for a sender sampling every ACK).
+    rtt_gains: Literal["per_sample", "per_window"] = "per_sample"
     #: A named timer: "linux" (initial 1 s, min 200 ms, Linux's rule), "standard" (the S3
     #: paper's: 3 s, 0.5 s, RFC 6298's rule), "proposed" (4 s, 4 s, RFC 6298's rule); unset or
     #: "custom": the fields as given (cclab.flow_profiles).

@@ -151,3 +151,12 @@ def test_papercuts_from_trying_odd_values():
     assert len(p["flows[0].mss_bytes"]) < 400 and "100002 characters" in p["flows[0].mss_bytes"]
     # Booleans stay booleans where a field takes them.
     assert load_scenario(base(sack=False, cc_params={"fast_convergence": True})).flows[0].sack is False
+
+
+def test_a_scenario_error_survives_pickling():
+    """A process pool sends a worker's ScenarioError back pickled; it must arrive whole."""
+    import pickle
+
+    e = ScenarioError([("flows[0].cc", "'x' is not accepted"), ("duration_s", "must be > 0")], "my.toml")
+    back = pickle.loads(pickle.dumps(e))
+    assert isinstance(back, ScenarioError) and back.problems == e.problems and str(back) == str(e)

@@ -256,6 +256,10 @@ pub struct FlowSpec {
     /// floor of the RTO (`crate::tcp::rtt`).
     #[serde(default)]
     pub rto_min_mode: crate::tcp::rtt::RtoMinMode,
+    /// The gains of RFC 6298's estimator: per sample, or per window (RFC 7323 Appendix G);
+    /// only with `rto_min_mode = "rfc6298"` (`crate::tcp::rtt`).
+    #[serde(default)]
+    pub rtt_gains: crate::tcp::rtt::RttGains,
     /// Timestamp-based detection of spurious retransmissions (RFC 3522; Linux's
     /// `tcp_packet_delayed`); needs `timestamps`.
     #[serde(default = "yes")]
@@ -526,6 +530,16 @@ impl Scenario {
                         format!("{v} is not accepted: at least 1 ms"),
                     ));
                 }
+            }
+            if f.rtt_gains == crate::tcp::rtt::RttGains::PerWindow
+                && f.rto_min_mode != crate::tcp::rtt::RtoMinMode::Rfc6298
+            {
+                return Err(err(
+                    format!("{p}.rtt_gains"),
+                    "\"per_window\" is not accepted with rto_min_mode = \"linux\": it scales RFC \
+                     6298's estimator (rto_min_mode = \"rfc6298\"); Linux's decays rttvar once per \
+                     RTT by itself",
+                ));
             }
             if f.rto_min_ms > f.rto_max_ms {
                 return Err(err(format!("{p}.rto_min_ms"), "must not exceed rto_max_ms"));

@@ -416,6 +416,7 @@ impl World {
                         rto_initial_us: (f.rto_initial_ms * 1000.0).round() as u64,
                         rto_max_us: (f.rto_max_ms * 1000.0).round() as u64,
                         rto_min_mode: f.rto_min_mode,
+                        rtt_gains: f.rtt_gains,
                         eifel_detection: f.eifel_detection,
                         dsack_undo: f.dsack_undo,
                         sto_response: f.sto_response,

@@ -132,7 +132,9 @@ def s3_deviations(flows: list[dict[str, Any]]) -> list[str]:
         if f.get("rto_min_mode", "linux") == "rfc6298":
             out.append(f"{where}.rto_min_mode = 'rfc6298' (RTO = max(rto_min, srtt + 4 rttvar)) runs as Linux's "
                        f"srtt + max(4 mdev, rto_min) (tcp_set_rto): with rto_min_ms = {f['rto_min_ms']:g} the kernel's "
-                       "RTO is up to about srtt longer")
+                       "RTO is up to about srtt longer"
+                       + (" (and rtt_gains = 'per_window' as Linux's once-per-RTT decay of rttvar)"
+                          if f.get("rtt_gains") == "per_window" else ""))
         if not f.get("eifel_detection", True) and f["timestamps"]:
             out.append(f"{where}.eifel_detection = false runs with the kernel's timestamp undo on (tcp_may_undo -> "
                        "tcp_packet_delayed cannot be turned off apart from timestamps): set timestamps = false to "

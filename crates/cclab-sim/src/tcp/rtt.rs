@@ -14,6 +14,16 @@
 //! - the rest is shared with Linux's form: the same samples (Karn's rule, `tcp_ack_update_rtt`'s
 //!   choice, the handshake's), backoff doubling (5.5) and its reset on a valid sample.
 //!
+//! - `rtt_gains = "per_window"`: the gains scaled by the samples a window gives, as RFC 7323
+//!   Appendix G suggests for a sender that samples every ACK (timestamps): alpha' = alpha /
+//!   ExpectedSamples, beta' = beta / ExpectedSamples, ExpectedSamples = ceil(FlightSize /
+//!   (2 SMSS)), FlightSize here the packets still out after the ACK (at least 1 sample). With
+//!   RFC 6298's per-sample gains and a sample per ACK, RTTVAR falls by 3/4 per ACK, so behind a
+//!   steady queue it is gone within a round trip and RTO = SRTT + one jiffy: any later delay of
+//!   one packet fires the timer (S3's W-TCP on a 3G link; docs/studies.md). Scaled, it decays
+//!   by about 3/4 per round trip, as a sender timing one segment per window (RFC 6298 section 3)
+//!   would have it.
+//!
 //! Where it differs from Linux's form: no floor of the variance at rto_min (a 4 s minimum gives
 //! RTO = max(4 s, srtt + 4 rttvar), not about srtt + 4 s), no once-per-RTT decay of rttvar
 //! (`mdev_max`), and no Eifel-style damping of the variance when the RTT falls (Linux's
@@ -31,6 +41,17 @@ pub enum RtoMinMode {
     Linux,
     /// RFC 6298 section 2: RTO = max(rto_min, srtt + 4 rttvar), with the RFC's estimator.
     Rfc6298,
+}
+
+/// The gains of RFC 6298's estimator (`flows[].rtt_gains`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RttGains {
+    /// alpha = 1/8, beta = 1/4 per sample (RFC 6298 2.3).
+    #[default]
+    PerSample,
+    /// Divided by the samples expected per window (RFC 7323 Appendix G).
+    PerWindow,
 }
 
 /// `tcp_min_rtt_wlen`: window of the min-RTT filter, seconds (Linux default 300).
@@ -96,12 +117,18 @@ impl Sender {
             tp.srtt_us = (r << 3).min(u32::MAX as i64) as u32;
             tp.mdev_us = (r << 1).min(u32::MAX as i64) as u32;
         } else {
-            // 2.3: RTTVAR <- 3/4 RTTVAR + 1/4 |SRTT - R'| (first), SRTT <- 7/8 SRTT + 1/8 R'.
+            // 2.3: RTTVAR <- 3/4 RTTVAR + 1/4 |SRTT - R'| (first), SRTT <- 7/8 SRTT + 1/8 R';
+            // per window (RFC 7323 Appendix G) each step divided by the expected samples n:
+            // 4 RTTVAR += (|err| - RTTVAR) / n, 8 SRTT += (R' - SRTT) / n.
+            let n = match self.cfg.rtt_gains {
+                RttGains::PerSample => 1,
+                RttGains::PerWindow => ((i64::from(tp.packets_out) + 1) / 2).max(1),
+            };
             let srtt = tp.srtt_us as i64;
             let err = (r - (srtt >> 3)).abs();
             let mdev = tp.mdev_us as i64;
-            tp.mdev_us = (mdev - (mdev >> 2) + err).max(0) as u32;
-            tp.srtt_us = (srtt - (srtt >> 3) + r).max(1) as u32;
+            tp.mdev_us = (mdev + (err - (mdev >> 2)) / n).max(0) as u32;
+            tp.srtt_us = (srtt + (r - (srtt >> 3)) / n).max(1) as u32;
         }
         tp.rttvar_us = tp.mdev_us;
         tp.mdev_max_us = tp.mdev_us;

@@ -128,6 +128,8 @@ pub struct SenderConfig {
     pub rto_max_us: u64,
     /// How rto_min acts (`rtt.rs`).
     pub rto_min_mode: crate::tcp::rtt::RtoMinMode,
+    /// The gains of RFC 6298's estimator (`rtt.rs`).
+    pub rtt_gains: crate::tcp::rtt::RttGains,
     /// Timestamp-based detection (RFC 3522: `tcp_packet_delayed`'s TSecr test).
     pub eifel_detection: bool,
     /// D-SACK-based detection (RFC 3708: D-SACKs count down `undo_retrans`).

@@ -54,6 +54,7 @@ impl Setup {
                 rto_initial_us: 1_000_000,
                 rto_max_us: 120_000_000,
                 rto_min_mode: Default::default(),
+                rtt_gains: Default::default(),
                 eifel_detection: true,
                 dsack_undo: true,
                 sto_response: Default::default(),
