@@ -60,6 +60,19 @@ def flow_deviations(d: dict[str, Any]) -> list[str]:
             ] + mptcp.coupled_deviations(d) + s3_deviations(d["flows"])
 
 
+#: TCP's timestamp option on every segment (net/ipv4/tcp_output.c: TCPOLEN_TSTAMP_ALIGNED).
+_TS_OPTION_BYTES = 12
+
+
+def user_mss(f: dict[str, Any]) -> int:
+    """The flow's TCP_MAXSEG: ``mss_bytes`` is the payload per segment (the simulator's and
+    Linux's mss_cache), while TCP_MAXSEG bounds the MSS before options (``user_mss`` clamps
+    ``rx_opt.mss_clamp``; tcp_sync_mss then subtracts the timestamp option,
+    net/ipv4/tcp_output.c ``tcp_mtu_to_mss``/``__tcp_mtu_to_mss``). So with timestamps the sender
+    asks for 12 bytes more: 1448 + 12 = 1460, a 1500-byte packet as in the simulator."""
+    return int(f["mss_bytes"]) + (_TS_OPTION_BYTES if f["timestamps"] else 0)
+
+
 def parity(sc: Scenario) -> list[str]:
     """What in ``sc`` the kernel backend cannot do, each with what to use instead."""
     problems = []
@@ -262,7 +275,7 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                     helpers.append(senders[-1][2])
                     continue
                 args = ["send", "--dst", net.flows[k][1].addr, "--port", str(_BASE_PORT + k),
-                        "--cc", cc_names.get(k, f["cc"]), "--mss", str(f["mss_bytes"]),
+                        "--cc", cc_names.get(k, f["cc"]), "--mss", str(user_mss(f)),
                         "--go-file", str(go), "--ready-file", str(ready),
                         "--start-s", str(f["start_s"]), "--until-s", str(d["duration_s"]),
                         "--size", str(f["size_bytes"]), "--interval-ms", str(interval_ms),
