@@ -49,6 +49,8 @@ __all__ = ["run_kernel", "parity", "KERNEL_ALGORITHMS"]
 #: Congestion controls built into this machine's kernel (shared/docs/KERNEL.md).
 KERNEL_ALGORITHMS = ("reno", "cubic", "bbr")
 _BASE_PORT = 5201
+#: The simulator's BBR versions that upstream Linux does not have (google/bbr's v2 and v3 branches).
+_OUT_OF_TREE_BBR = {"bbr2": "BBRv2", "bbr3": "BBRv3"}
 #: tcp_limit_output_bytes at its largest (an int sysctl): what tsq = "off" runs as.
 _TSQ_LIMIT_MAX = 2**31 - 1
 
@@ -81,7 +83,11 @@ def parity(sc: Scenario) -> list[str]:
         where = f"flows[{i}]"
         if is_udp(f):
             continue  # cclab.kernel.udp runs it; no TCP setting applies
-        if f["cc"] not in KERNEL_ALGORITHMS and f["cc"] not in CUBIC_FAMILY and not (
+        if f["cc"] in _OUT_OF_TREE_BBR:
+            problems.append(f"{where}.cc = {f['cc']!r}: upstream Linux (6.18) has no {_OUT_OF_TREE_BBR[f['cc']]}, only "
+                            "BBRv1 (tcp_bbr.c); google/bbr's versions are out of tree. Use cc = 'bbr' (BBRv1) on the "
+                            "kernel, or the simulator backend for it")
+        elif f["cc"] not in KERNEL_ALGORITHMS and f["cc"] not in CUBIC_FAMILY and not (
                 mptcp.is_mptcp(f) and f["cc"] in mptcp.COUPLED_ALGORITHMS):  # mptcp.flow_problems says why
             problems.append(f"{where}.cc = {f['cc']!r}: this kernel has only {', '.join(KERNEL_ALGORITHMS)}; "
                             "use the simulator backend for it")
