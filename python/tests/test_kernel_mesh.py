@@ -13,7 +13,7 @@ import pytest
 import cclab
 from cclab.kernel import netns
 from cclab.kernel.backend import parity, run_kernel
-from cclab.kernel.topology import plan_network
+from cclab.kernel.topology import flow_paths, plan_network
 from cclab.scenario import load_scenario
 from cclab.study.s4_scenarios import s4_scenario
 
@@ -39,6 +39,10 @@ def test_the_chain_is_two_namespaces_and_relays_inside_cclab_link():
     assert [p is not None for p in medium["ports"]] == [True, False, False, True, False]
     fwd = next(r for r in net.routes if r["from"] == net.flows[0][0].port)
     assert [(h["from"], h["to"]) for h in fwd["links"]] == [(0, 1), (1, 2), (2, 3)]
+    # The kernel's summary names the path as the simulator's does (the study's MAC columns read it).
+    paths = flow_paths(sc.lowered())
+    assert paths["bulk"]["fwd"] == ["mesh:n0>n1", "mesh:n1>n2", "mesh:n2>n3"]
+    assert paths == cclab.simulate(sc, duration_s=0.5).summary["paths"]
 
 
 @pytest.mark.parametrize("cc", ["bbr2", "bbr3"])

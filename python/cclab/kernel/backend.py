@@ -42,7 +42,7 @@ from .device import configure_device, device_stats
 from .tcpinfo import TRACE_COLUMNS
 from .udp import udp_stats
 from .netns import KernelUnavailable, Namespaces, address_iface, require_root, set_sysctls
-from .topology import plan_network
+from .topology import flow_paths, plan_network
 
 __all__ = ["run_kernel", "parity", "KERNEL_ALGORITHMS"]
 
@@ -490,7 +490,7 @@ def _result(sc: Scenario, d: dict[str, Any], frames: dict[int, pd.DataFrame], to
                      "mean_srtt_ms": float(frames[k]["srtt_ms"].mean()), **multipath})
     summary = {
         "cclab_version": version, "backend": "kernel", "seed": sc.seed, "scenario": sc.as_run(), "flows": fsum,
-        "links": link_stats, "knobs": knobs, **extra, "kernel": os.uname().release,
+        "links": link_stats, "paths": flow_paths(sc.lowered()), "knobs": knobs, **extra, "kernel": os.uname().release,
         "run": {"wall_time_s": wall_s, "jain_index": jain_index([f["goodput_bps"] for f in fsum])},
     }
     names = [x["name"] for x in link_stats["links"]]
