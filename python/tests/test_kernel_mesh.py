@@ -77,13 +77,11 @@ def test_kernel_goodput_over_the_chain_is_the_simulators(hops, kind):
         assert uk["loss"] == pytest.approx(us["loss"], abs=0.05)
         assert lanes["mesh.n0"]["dropped_queue_full_pkts"] > 0
         assert lanes[f"mesh.n{hops}"]["mac"]["attempts"] == 0  # the receiver sends nothing back
-        # Every hop's station delivered frames at the simulator's rate (the same model, in real
-        # time; cclab-link's counters run from its start to its stop, a little longer than the flow).
-        sim_mac = {lane["link"]: lane["mac"] for lane in s["links"]}
-        for node in range(hops):
-            name = f"mesh.n{node}"
-            rate_k = lanes[name]["mac"]["successes"] / k["links"]["duration_s"]
-            assert rate_k == pytest.approx(sim_mac[name]["successes"] / d["duration_s"], rel=0.03), name
+        # Only n0's queue overflows: every relay forwards each frame it got (cclab-link stops after
+        # the receiver's 2 s of in-flight counting, so the relays' queues have drained by then).
+        for node in range(1, hops):
+            assert lanes[f"mesh.n{node}"]["mac"]["successes"] == lanes["mesh.n0"]["mac"]["successes"]
+            assert lanes[f"mesh.n{node}"]["dropped_queue_full_pkts"] == 0
     else:
         assert fk["rto_count"] == 0
     assert not [n for n in netns.list_namespaces() if n.startswith(netns.PREFIX)]
