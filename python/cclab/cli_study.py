@@ -228,6 +228,7 @@ def s3(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: 
 Examples:
   cclab study s4 -o out/s4                 # the full S4 study (4 spacings, 2 environments, 3 runs per point)
   cclab study s4 --quick -o out/s4-quick   # 1 m, anechoic, one run per point, 20 s TCP runs
+  sudo cclab study s4 --backend kernel --quick -o out/s4-kernel   # with the kernel beside the simulator
   cclab run s4-chain-3hop --set flows[0].cc=bbr2 --set media[0].spacing_m=0.5   # one run
 """
 )
@@ -236,12 +237,25 @@ Examples:
 @click.option("--reps", type=click.IntRange(min=1), default=None, help="TCP runs per point (default 3; 1 with --quick).")
 @click.option("--quick", is_flag=True, help="1 m spacing, anechoic, 5 UDP rates, 20 s TCP runs.")
 @_parallel_options
-def s4(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: str) -> None:
+@click.option("--backend", type=click.Choice(["sim", "kernel"]), default="sim", show_default=True,
+              help="kernel: also run the clean chain per hop count (CUBIC, BBR, UDP above capacity) on this machine's "
+                   "kernel beside the simulator (root; real time, one run at a time).")
+def s4(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: str, backend: str) -> None:
     """S4: TCP over a multi-hop 802.11s mesh chain. The UDP sweep, CUBIC / BBR / BBRv2 per hop
     count, spacing and environment, lossy hops, the fits of goodput ~ n^-a and of Mathis's model,
     and the paper's results beside ours."""
     from .study.s4 import S4Config, run_s4
 
-    cfg = S4Config.make(quick=quick, reps=reps, jobs=jobs, executor=executor)
+    if backend == "kernel":
+        _require_root()
+    cfg = S4Config.make(quick=quick, reps=reps, jobs=jobs, executor=executor, backend=backend)
     res = _run_with_progress("s4", run_s4, out_dir, cfg)
-    _print_outcome("S4", res, ("part", "env", "spacing_m", "hops", "cc", "setting", "rep"))
+    if len(res.kernel):
+        t = Table(title="S4: goodput (Mbit/s), simulator vs kernel")
+        for col in ("hops", "cc", "simulator", "kernel", "kernel / sim"):
+            t.add_column(col)
+        for _, r in res.kernel.iterrows():
+            t.add_row(str(r["hops"]), str(r["cc"]), f"{r['goodput_mbps_sim']:.2f}", f"{r['goodput_mbps_kernel']:.2f}",
+                      f"{r['kernel_over_sim']:.3f}")
+        out.print(t)
+    _print_outcome("S4", res, ("part", "env", "spacing_m", "hops", "cc", "setting", "backend", "rep"))

@@ -49,3 +49,46 @@ def test_quick_study_writes_every_figure_and_table(tmp_path: Path) -> None:
     low = res.udp[res.udp["rate_bps"] <= 1e6]
     assert (low["udp_receive_rate_bps"] > 0.97 * low["udp_send_rate_bps"]).all()
     assert "S4" in (tmp_path / "report.html").read_text()
+
+
+def test_the_kernel_part_runs_each_point_on_both_backends() -> None:
+    """With ``backend = "kernel"`` the plan adds, per hop count, CUBIC, BBR and UDP above capacity
+    on the simulator and on the kernel with the same scenario and seed (nothing else changes)."""
+    from cclab.study.s4 import plan
+
+    sim = plan(S4Config.make(quick=True))
+    both = plan(S4Config.make(quick=True, backend="kernel"))
+    extra = both[len(sim):]
+    assert [s.labels for s in both[:len(sim)]] == [s.labels for s in sim]
+    assert len(extra) == 4 * 3 * 2
+    by = {}
+    for s in extra:
+        lab = dict(s.labels)
+        assert lab["part"] == "kernel" and s.backend == lab["backend"]
+        by.setdefault((lab["hops"], lab["cc"]), []).append(s)
+    for (hops, cc), (a, b) in by.items():
+        assert {a.backend, b.backend} == {"sim", "kernel"}
+        assert a.source == b.source and a.seed == b.seed and a.key() != b.key()
+        flow = a.source["flows"][0]
+        assert flow["receiver"] == f"n{hops}"
+        assert flow.get("transport") == "udp" if cc == "udp" else flow["cc"] == cc
+
+
+def test_kernel_table_puts_the_backends_side_by_side() -> None:
+    import pandas as pd
+
+    from cclab.study.s4 import kernel_table
+
+    runs = pd.DataFrame([
+        {"part": "kernel", "ok": True, "hops": 2, "cc": "cubic", "backend": "sim", "goodput_bps": 15e6},
+        {"part": "kernel", "ok": True, "hops": 2, "cc": "cubic", "backend": "kernel", "goodput_bps": 13e6},
+        {"part": "kernel", "ok": True, "hops": 2, "cc": "cubic", "backend": "kernel", "goodput_bps": 14e6},
+        {"part": "kernel", "ok": False, "hops": 2, "cc": "cubic", "backend": "kernel", "goodput_bps": 1e6},
+        {"part": "tcp", "ok": True, "hops": 2, "cc": "cubic", "backend": None, "goodput_bps": 99e6},
+    ])
+    t = kernel_table(runs)
+    assert len(t) == 1
+    r = t.iloc[0]
+    assert (r["goodput_mbps_sim"], r["goodput_mbps_kernel"]) == (15.0, 13.5)
+    assert (r["runs_sim"], r["runs_kernel"]) == (1, 2)
+    assert r["kernel_over_sim"] == 13.5 / 15.0

@@ -43,13 +43,15 @@ from .device import configure_device, device_stats
 from .tcpinfo import TRACE_COLUMNS
 from .udp import udp_stats
 from .netns import KernelUnavailable, Namespaces, address_iface, require_root, set_sysctls
-from .topology import plan_network
+from .topology import flow_paths, plan_network
 
 __all__ = ["run_kernel", "parity", "KERNEL_ALGORITHMS"]
 
 #: Congestion controls built into this machine's kernel (shared/docs/KERNEL.md).
 KERNEL_ALGORITHMS = ("reno", "cubic", "bbr")
 _BASE_PORT = 5201
+#: The simulator's BBR versions that upstream Linux does not have (google/bbr's v2 and v3 branches).
+_OUT_OF_TREE_BBR = {"bbr2": "BBRv2", "bbr3": "BBRv3"}
 #: tcp_limit_output_bytes at its largest (an int sysctl): what tsq = "off" runs as.
 _TSQ_LIMIT_MAX = 2**31 - 1
 
@@ -61,6 +63,19 @@ def flow_deviations(d: dict[str, Any]) -> list[str]:
             ] + mptcp.coupled_deviations(d) + s3_deviations(d["flows"])
 
 
+#: TCP's timestamp option on every segment (net/ipv4/tcp_output.c: TCPOLEN_TSTAMP_ALIGNED).
+_TS_OPTION_BYTES = 12
+
+
+def user_mss(f: dict[str, Any]) -> int:
+    """The flow's TCP_MAXSEG: ``mss_bytes`` is the payload per segment (the simulator's and
+    Linux's mss_cache), while TCP_MAXSEG bounds the MSS before options (``user_mss`` clamps
+    ``rx_opt.mss_clamp``; tcp_sync_mss then subtracts the timestamp option,
+    net/ipv4/tcp_output.c ``tcp_mtu_to_mss``/``__tcp_mtu_to_mss``). So with timestamps the sender
+    asks for 12 bytes more: 1448 + 12 = 1460, a 1500-byte packet as in the simulator."""
+    return int(f["mss_bytes"]) + (_TS_OPTION_BYTES if f["timestamps"] else 0)
+
+
 def parity(sc: Scenario) -> list[str]:
     """What in ``sc`` the kernel backend cannot do, each with what to use instead."""
     problems = []
@@ -69,7 +84,11 @@ def parity(sc: Scenario) -> list[str]:
         where = f"flows[{i}]"
         if is_udp(f):
             continue  # cclab.kernel.udp runs it; no TCP setting applies
-        if f["cc"] not in KERNEL_ALGORITHMS and f["cc"] not in CUBIC_FAMILY and not (
+        if f["cc"] in _OUT_OF_TREE_BBR:
+            problems.append(f"{where}.cc = {f['cc']!r}: upstream Linux (6.18) has no {_OUT_OF_TREE_BBR[f['cc']]}, only "
+                            "BBRv1 (tcp_bbr.c); google/bbr's versions are out of tree. Use cc = 'bbr' (BBRv1) on the "
+                            "kernel, or the simulator backend for it")
+        elif f["cc"] not in KERNEL_ALGORITHMS and f["cc"] not in CUBIC_FAMILY and not (
                 mptcp.is_mptcp(f) and f["cc"] in mptcp.COUPLED_ALGORITHMS):  # mptcp.flow_problems says why
             problems.append(f"{where}.cc = {f['cc']!r}: this kernel has only {', '.join(KERNEL_ALGORITHMS)}; "
                             "use the simulator backend for it")
@@ -263,7 +282,7 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                     helpers.append(senders[-1][2])
                     continue
                 args = ["send", "--dst", net.flows[k][1].addr, "--port", str(_BASE_PORT + k),
-                        "--cc", cc_names.get(k, f["cc"]), "--mss", str(f["mss_bytes"]),
+                        "--cc", cc_names.get(k, f["cc"]), "--mss", str(user_mss(f)),
                         "--go-file", str(go), "--ready-file", str(ready),
                         "--start-s", str(f["start_s"]), "--until-s", str(d["duration_s"]),
                         "--size", str(f["size_bytes"]), "--interval-ms", str(interval_ms),
@@ -478,7 +497,7 @@ def _result(sc: Scenario, d: dict[str, Any], frames: dict[int, pd.DataFrame], to
                      "mean_srtt_ms": float(frames[k]["srtt_ms"].mean()), **multipath})
     summary = {
         "cclab_version": version, "backend": "kernel", "seed": sc.seed, "scenario": sc.as_run(), "flows": fsum,
-        "links": link_stats, "knobs": knobs, **extra, "kernel": os.uname().release,
+        "links": link_stats, "paths": flow_paths(sc.lowered()), "knobs": knobs, **extra, "kernel": os.uname().release,
         "run": {"wall_time_s": wall_s, "jain_index": jain_index([f["goodput_bps"] for f in fsum])},
     }
     names = [x["name"] for x in link_stats["links"]]

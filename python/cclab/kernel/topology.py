@@ -32,7 +32,7 @@ from typing import Any
 
 from .mptcp import Subflow, plan_subflows
 
-__all__ = ["KernelPlan", "plan_network"]
+__all__ = ["KernelPlan", "plan_network", "flow_paths"]
 
 
 def _ns_part(name: str) -> str:
@@ -215,3 +215,21 @@ def plan_network(lowered: dict[str, Any]) -> KernelPlan:
     return KernelPlan(hosts=parts, interfaces=interfaces, flows=flows, links=links, media=media_spec,
                       routes=[{"from": a, "to": b, "links": ls} for (a, b), ls in routes.items()], problems=problems,
                       stacks=stacks, deviations=deviations, subflows=subflows)
+
+
+def flow_paths(lowered: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
+    """Each flow's path as the simulator's summary.json names it (``paths``): per direction the
+    link directions and medium crossings (``<medium>:<from node>><to node>``), and the nodes."""
+    names = [link["name"] for link in lowered["links"]]
+    media = lowered.get("media", [])
+
+    def label(h: dict[str, int]) -> str:
+        e = h["element"]
+        if e < len(names):
+            return names[e]
+        m = media[e - len(names)]
+        return f"{m['name']}:{m['nodes'][h['from']]}>{m['nodes'][h['to']]}"
+
+    return {f["flow"]: {"fwd": [label(h) for h in f["fwd"]], "rev": [label(h) for h in f["rev"]],
+                        "fwd_nodes": list(f["fwd_nodes"]), "rev_nodes": list(f["rev_nodes"])}
+            for f in lowered["flows"]}

@@ -12,6 +12,9 @@
 - Fits: the exponent of hops (goodput ~ n^-a, 95 % interval) per algorithm, spacing and
   environment, and Mathis's eq. (1) (its constant C, and the exponent of p freed) over the runs
   that lost packets; the paper's results beside ours.
+- Kernel (``backend = "kernel"``): the clean chain per hop count with the kernel's CUBIC and BBR
+  (upstream Linux has no BBRv2) and a UDP stream above capacity, each run by the simulator and by
+  this machine's kernel through cclab-link (the same scenario and seed): goodput side by side.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from .s4_models import fit_mathis, fit_power_law
 from .s4_scenarios import s4_scenario
 from .sweep import SweepResult, run_sweep
 
-__all__ = ["S4Config", "run_s4", "LOSSY", "PAPER_RESULTS", "NS3_GOODPUT_MBPS"]
+__all__ = ["S4Config", "run_s4", "kernel_table", "LOSSY", "PAPER_RESULTS", "NS3_GOODPUT_MBPS"]
 
 #: Residual per-hop loss settings: name -> (frame error rate per attempt, MAC attempts).
 LOSSY: dict[str, tuple[float, int]] = {
@@ -68,18 +71,29 @@ class S4Config:
     #: chain carries more than 10 Mbit/s of UDP at every hop count, so the paper's range shows no knee.
     udp_rates_bps: list[float] = field(default_factory=lambda: [float(x) for x in np.logspace(4, 7, 13)] + [2e7, 4e7])
     lossy: list[str] = field(default_factory=lambda: list(LOSSY))
+    #: "sim", or "kernel": also run the kernel part on both backends.
+    backend: str = "sim"
+    #: Kernel part: the algorithms the kernel has (no BBRv2 upstream), a UDP rate above the
+    #: one-hop capacity (39 Mbit/s of payload), the length of each run.
+    kernel_ccs: list[str] = field(default_factory=lambda: ["cubic", "bbr"])
+    kernel_udp_rate_bps: float = 60e6
+    kernel_duration_s: float = 30.0
 
     @classmethod
     def make(cls, quick: bool = False, reps: int | None = None, **kw: Any) -> "S4Config":
         if quick:
             kw = {"duration_s": 20.0, "udp_duration_s": 5.0, "spacings_m": [1.0], "environments": ["anechoic"],
-                  "udp_rates_bps": [1e4, 1e5, 1e6, 1e7, 4e7], **kw}
+                  "udp_rates_bps": [1e4, 1e5, 1e6, 1e7, 4e7], "kernel_duration_s": 20.0, **kw}
             return cls(reps=reps or 1, quick=True, **kw)
         return cls(reps=reps or 3, **kw)
 
+    @property
+    def kernel(self) -> bool:
+        return self.backend == "kernel"
 
-def _spec(d: dict[str, Any], rep: int, labels: dict[str, Any]) -> RunSpec:
-    return RunSpec(d, (), derive_seed(4, rep), tuple(labels.items()))
+
+def _spec(d: dict[str, Any], rep: int, labels: dict[str, Any], backend: str = "sim") -> RunSpec:
+    return RunSpec(d, (), derive_seed(4, rep), tuple(labels.items()), backend=backend)
 
 
 def plan(cfg: S4Config) -> list[RunSpec]:
@@ -105,7 +119,34 @@ def plan(cfg: S4Config) -> list[RunSpec]:
                 d = s4_scenario(h, duration_s=cfg.duration_s, frame_error_rate=fer, retry_limit=attempts)
                 specs.append(_spec(d, rep, {"part": "lossy", "env": "anechoic", "spacing_m": 1.0, "hops": h,
                                             "cc": "cubic", "setting": name, "rep": rep}))
+    if cfg.kernel:
+        for h in cfg.hops:
+            for cc in [*cfg.kernel_ccs, "udp"]:
+                udp = cc == "udp"
+                d = s4_scenario(h, cc="cubic" if udp else cc, duration_s=cfg.kernel_duration_s,
+                                udp_rate_bps=cfg.kernel_udp_rate_bps if udp else None)
+                for rep in range(cfg.reps):
+                    for backend in ("sim", "kernel"):
+                        specs.append(_spec(d, rep, {"part": "kernel", "env": "anechoic", "spacing_m": 1.0, "hops": h,
+                                                    "cc": cc, "setting": "clean", "backend": backend, "rep": rep},
+                                           backend=backend))
     return specs
+
+
+def kernel_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The kernel part: per hop count and algorithm (``udp``: the stream above capacity), the mean
+    goodput over the repetitions on each backend, kernel / simulator, and the runs on each."""
+    sel = runs[(runs["part"] == "kernel") & runs["ok"].astype(bool)] if "part" in runs and len(runs) else pd.DataFrame()
+    if sel.empty or "goodput_bps" not in sel:
+        return pd.DataFrame()
+    g = sel.assign(goodput_mbps=pd.to_numeric(sel["goodput_bps"], errors="coerce") / 1e6)
+    t = g.pivot_table(index=["hops", "cc"], columns="backend", values="goodput_mbps", aggfunc=["mean", "count"])
+    out = pd.DataFrame(index=t.index)
+    for b in ("sim", "kernel"):
+        out[f"goodput_mbps_{b}"] = t[("mean", b)] if ("mean", b) in t else np.nan
+        out[f"runs_{b}"] = t[("count", b)] if ("count", b) in t else 0
+    out["kernel_over_sim"] = out["goodput_mbps_kernel"] / out["goodput_mbps_sim"]
+    return out.reset_index()
 
 
 def _with_loss(runs: pd.DataFrame) -> pd.DataFrame:
@@ -193,6 +234,8 @@ class S4Result:
     failures: pd.DataFrame
     sweep: SweepResult
     wall_s: float
+    #: the kernel part beside the simulator (``kernel_table``; empty on the simulator backend)
+    kernel: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def compare_with_paper(tcp: pd.DataFrame, fits: pd.DataFrame, mathis: pd.DataFrame, cfg: S4Config) -> pd.DataFrame:
@@ -240,6 +283,7 @@ def run_s4(out_dir: str | Path, cfg: S4Config, progress: Callable[[int, int], No
     fits = hop_fits(tcp_runs, ["setting", "env", "spacing_m", "cc"]) if len(tcp_runs) else pd.DataFrame()
     mathis = mathis_fits(tcp_runs) if len(tcp_runs) else pd.DataFrame()
     compare = compare_with_paper(tcp, fits, mathis, cfg) if len(tcp) else pd.DataFrame()
+    kernel = kernel_table(runs)
     tables = {
         "udp": write_table(udp, out / "tables" / "udp_sweep"),
         "tcp": write_table(tcp, out / "tables" / "tcp"),
@@ -247,11 +291,12 @@ def run_s4(out_dir: str | Path, cfg: S4Config, progress: Callable[[int, int], No
         "mathis": write_table(mathis, out / "tables" / "mathis_fits"),
         "compare": write_table(compare, out / "tables" / "compare_with_paper"),
         "residual": write_table(residual, out / "tables" / "residual_loss"),
+        **({"kernel": write_table(kernel, out / "tables" / "kernel_parity")} if cfg.kernel else {}),
         "runs": write_table(runs.drop(columns=["key"], errors="ignore"), out / "tables" / "runs"),
     }
     figures = s4_figures.draw_all(out / "figures", udp, tcp, fits, tcp_runs)
     res = S4Result(cfg, out, runs, udp, tcp, fits, mathis, compare, residual, figures, tables, sweep.failures,
-                   sweep, time.perf_counter() - t0)
+                   sweep, time.perf_counter() - t0, kernel)
     from .s4_report import write_s4_report
 
     write_s4_report(res)

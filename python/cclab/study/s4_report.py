@@ -69,7 +69,8 @@ def write_s4_report(res: Any) -> Path:
     parts = [
         *_page_head("s4"),
         "<h1>S4: TCP over a multi-hop 802.11s mesh chain</h1>",
-        f"<p class='meta'>cclab {html.escape(__version__)} &middot; simulator backend &middot; "
+        f"<p class='meta'>cclab {html.escape(__version__)} &middot; "
+        f"{'simulator and kernel backends' if cfg.kernel else 'simulator backend'} &middot; "
         f"{'quick grid' if cfg.quick else 'full grid'} &middot; {cfg.reps} TCP run(s) per point &middot; "
         f"{len(res.runs)} runs in {res.wall_s:.1f} s &middot; {len(res.failures)} failed &middot; TCP "
         f"{cfg.duration_s:g} s, UDP {cfg.udp_duration_s:g} s per run</p>",
@@ -79,7 +80,7 @@ def write_s4_report(res: Any) -> Path:
         "CUBIC, BBR and BBRv2 are about equal.</p>",
     ]
     if len(res.failures):
-        shown = res.failures[[c for c in ("part", "env", "spacing_m", "hops", "cc", "setting", "error")
+        shown = res.failures[[c for c in ("part", "env", "spacing_m", "hops", "cc", "setting", "backend", "error")
                               if c in res.failures.columns]]
         parts += ["<h2>Failed runs</h2>", _table(shown)]
     parts += ["<h2>The paper beside cclab</h2>", _table(res.compare),
@@ -101,7 +102,18 @@ def write_s4_report(res: Any) -> Path:
     parts += [_table(res.mathis), "<h2>UDP sweep</h2>"]
     if "udp_sweep" in res.figures:
         parts.append(_figure(res.figures["udp_sweep"], _CAPTIONS["udp_sweep"]))
-    parts += [_table(res.udp), "<h2>Settings</h2><h3>Lossy hops</h3><ul>"]
+    parts.append(_table(res.udp))
+    if len(res.kernel):
+        parts += ["<h2>The simulator beside the kernel</h2>",
+                  f"<p>The clean chain (1 m, anechoic), {cfg.kernel_duration_s:g} s per run, on the simulator and on "
+                  "this machine's kernel with the same scenario and seed: the chain's end hosts are network "
+                  "namespaces, its relays routers inside cclab-link, which runs the same chain model in real time. "
+                  f"The kernel's CUBIC and BBR (BBRv1: upstream Linux has no BBRv2), and UDP at "
+                  f"{cfg.kernel_udp_rate_bps / 1e6:g} Mbit/s (above the chain's capacity; <code>udp</code>). Goodput "
+                  "means over the repetitions; <code>kernel_over_sim</code> their ratio. docs/kernel.md says what "
+                  "differs (the receiver's ACK rate, which costs airtime on a shared channel).</p>",
+                  _table(res.kernel)]
+    parts += ["<h2>Settings</h2><h3>Lossy hops</h3><ul>"]
     parts += [f"<li><b>{k}</b>: frame error rate {fer:g} per attempt, {att} MAC attempts</li>"
               for k, (fer, att) in LOSSY.items()]
     parts += ["</ul><h3>The scenario (2 hops)</h3>",

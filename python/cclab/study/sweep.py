@@ -40,12 +40,13 @@ MAC_METRICS = ("mac_residual_loss", "mac_residual_loss_max", "mac_collision_prob
 
 
 def link_lanes(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """summary.json's per-lane entries: the simulator writes ``links`` as their list, the kernel
-    backend as cclab-link's stats object that holds them under ``links``."""
+    """summary.json's per-lane entries, each with its lane's name under ``link``: the simulator
+    writes ``links`` as their list, the kernel backend as cclab-link's stats object that holds
+    them under ``links``, each named under ``name``."""
     links = summary.get("links", [])
     if isinstance(links, dict):
         links = links.get("links", [])
-    return [lane for lane in links if isinstance(lane, dict)]
+    return [lane if "link" in lane else {"link": lane.get("name"), **lane} for lane in links if isinstance(lane, dict)]
 
 
 def path_mac(summary: dict[str, Any], flow: str) -> list[dict[str, Any]]:
