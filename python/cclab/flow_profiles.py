@@ -13,16 +13,12 @@ __all__ = ["RTO_PROFILES", "FLOW_PROFILES", "resolve", "listing"]
 
 #: ``rto_profile``: the fields each sets, and where they come from.
 RTO_PROFILES: dict[str, tuple[dict[str, Any], str]] = {
-    "linux": ({"rto_initial_ms": 1000.0, "rto_min_ms": 200.0, "rto_min_mode": "linux", "rtt_gains": "per_sample"},
+    "linux": ({"rto_initial_ms": 1000.0, "rto_min_ms": 200.0, "rto_min_mode": "linux"},
               "Linux 6.18: TCP_TIMEOUT_INIT 1 s, TCP_RTO_MIN 200 ms, rttvar floored at the minimum"),
-    "standard": ({"rto_initial_ms": 3000.0, "rto_min_ms": 500.0, "rto_min_mode": "rfc6298",
-                  "rtt_gains": "per_window"},
-                 "the S3 paper's standard timer (RFC 2988/6298 initial 3 s, minimum 0.5 s; RFC 7323's "
-                 "per-window gains)"),
-    "proposed": ({"rto_initial_ms": 4000.0, "rto_min_ms": 4000.0, "rto_min_mode": "rfc6298",
-                  "rtt_gains": "per_window"},
-                 "the S3 paper's proposed timer (initial = minimum = 4 s, RFC 6298's floor; RFC 7323's "
-                 "per-window gains)"),
+    "standard": ({"rto_initial_ms": 3000.0, "rto_min_ms": 500.0, "rto_min_mode": "rfc6298"},
+                 "the S3 paper's standard timer (RFC 2988/6298 initial 3 s, minimum 0.5 s)"),
+    "proposed": ({"rto_initial_ms": 4000.0, "rto_min_ms": 4000.0, "rto_min_mode": "rfc6298"},
+                 "the S3 paper's proposed timer (initial = minimum = 4 s, RFC 6298's floor)"),
 }
 
 #: ``profile``: whole TCP profiles. W-TCP (the S3 paper, section 4.1, after RFC 3481 and its

@@ -100,3 +100,23 @@ max_cwnd_pkts = 40
     assert s["flows"][0]["sto_count"] == 1 and s["flows"][0]["spurious_retrans_pkts"] > 10
     ev = pd.read_parquet(tmp_path / "o" / "events.parquet")
     assert "detected=dsack" in ev[ev["kind"] == "sto"]["detail"].iloc[0]
+
+
+def test_per_window_gains_keep_rttvar_behind_the_w_tcp_queue():
+    """flows[].rtt_gains: per sample, RTTVAR is gone within a round trip behind W-TCP's steady
+    queue and single RLC retransmissions fire the standard timer; per window (RFC 7323 Appendix
+    G) far fewer do. Per window needs RFC 6298's estimator."""
+    from cclab.study.s3_scenarios import s3_scenario
+
+    def stos(gains: str) -> int:
+        d = s3_scenario("static-weak", size_bytes=2_000_000, connections=4, rto_profile="standard",
+                        detection="frto+eifel", duration_s=400.0)
+        d["flows"][0]["rtt_gains"] = gains
+        d["seed"] = 11
+        return sum(c["sto_count"] for c in cclab.simulate(d).summary["flows"][0]["connections"])
+
+    per_sample, per_window = stos("per_sample"), stos("per_window")
+    assert per_sample >= 3 and per_window < per_sample / 2, (per_sample, per_window)
+    with pytest.raises(ScenarioError, match="rtt_gains"):
+        cclab.simulate({"duration_s": 1, "bottleneck": {"rate_bps": "1Mbps", "delay_ms": 10},
+                        "flows": [{"cc": "reno", "rtt_gains": "per_window"}]})

@@ -43,23 +43,19 @@ pub struct MobilityPreset {
 }
 
 /// Fade lengths, the same for every class (the paper says how often spikes come, not how long
-/// they last): at least 1 s, mean 5 s. Calibrated with the fade rates below on the paper's Fig. 6
-/// (STOs per MB, express train, under the proposed 4 s timer: 0.23): a fade then outlasts a 4 s
-/// RTO about half the time, P(D > 4.5 s) = exp(-3.5 / 4) = 0.42 (docs/scenario.md, "Radio links").
-const SPIKE_MIN_NS: u64 = 1000 * NS_PER_MS;
-const SPIKE_MEAN_NS: u64 = 5000 * NS_PER_MS;
+/// they last): at least 300 ms, mean 2.5 s. With the paper's RTO of 4 s, a fade then causes a
+/// spurious timeout about a quarter of the time, P(D > 3.5 s) = exp(-3.2 / 2.2) = 0.23.
+const SPIKE_MIN_NS: u64 = 300 * NS_PER_MS;
+const SPIKE_MEAN_NS: u64 = 2500 * NS_PER_MS;
 
 /// PDU errors while moving: Gilbert-Elliott with bad spells of 100 PDU transmissions (about
-/// 90 ms at 384 kbit/s) a eleventh of the time, errors 1 % good and 15 % bad (mean 2.3 %), so
-/// the number of RLC retransmissions swings. Calibrated so that the RLC alone gives few STOs
-/// under the standard timer (walking: 0.13 per MB against the paper's 0.18-0.36 range of Fig. 6);
-/// the earlier 2 % / 30 % spells gave 0.28 per MB from the RLC alone, most of the express
-/// train's budget.
+/// 90 ms at 384 kbit/s) a sixth of the time, errors 2 % good and 30 % bad (mean 6.7 %), so the
+/// number of RLC retransmissions swings widely.
 const MOVING_PDU_LOSS: LossModel = LossModel::GilbertElliott {
-    p_good_bad: 0.001,
+    p_good_bad: 0.002,
     p_bad_good: 0.01,
-    loss_good: 0.01,
-    loss_bad: 0.15,
+    loss_good: 0.02,
+    loss_bad: 0.3,
 };
 
 impl Mobility {
@@ -85,17 +81,14 @@ impl Mobility {
 
     /// The class's radio settings.
     pub fn preset(self) -> MobilityPreset {
-        // Fades per second in proportion to speed (the paper's section 6.2.1: spikes met grow
-        // with speed): one a minute on the express train (about 120 km/h: one per 2 km, set by
-        // Fig. 6's 0.23 STOs per MB under the proposed timer), a third of that by car (40 km/h),
-        // a thirtieth walking (4 km/h); rare handovers (ping-pong at the cell edge) when still,
-        // set by Fig. 6's 0.01 per MB at the cell edge under the proposed timer.
+        // Fades per second: a handover or shadow zone every 1 km travelled when moving
+        // (rate = speed / 1 km); rare handovers (ping-pong at the cell edge) when still.
         let (pdu_loss, spike_rate_per_s) = match self {
             Mobility::StaticStrong => (LossModel::Bernoulli { p: 0.005 }, 1.0 / 3600.0),
-            Mobility::StaticWeak => (LossModel::Bernoulli { p: 0.05 }, 1.0 / 2400.0),
-            Mobility::Walking => (MOVING_PDU_LOSS, 1.0 / 1800.0),
-            Mobility::Car => (MOVING_PDU_LOSS, 1.0 / 180.0),
-            Mobility::ExpressTrain => (MOVING_PDU_LOSS, 1.0 / 60.0),
+            Mobility::StaticWeak => (LossModel::Bernoulli { p: 0.05 }, 1.0 / 1800.0),
+            Mobility::Walking => (MOVING_PDU_LOSS, 1.0 / 900.0),
+            Mobility::Car => (MOVING_PDU_LOSS, 1.0 / 90.0),
+            Mobility::ExpressTrain => (MOVING_PDU_LOSS, 1.0 / 30.0),
         };
         MobilityPreset {
             pdu_loss,

@@ -258,4 +258,38 @@ mod tests {
         // RTTVAR 37.5 + 20 = 57.5, SRTT 90, RTO 90 + 230 = 320.
         assert_eq!(rtos(RtoMinMode::Rfc6298, 200, &[100, 20]), [300, 320]);
     }
+
+    /// RFC 7323 Appendix G: with 20 packets out a window gives n = 10 samples, so each moves
+    /// RTTVAR and SRTT a tenth as far. R = 100 then R' = 120: 4 RTTVAR = 200 + (20 - 50) / 10
+    /// = 197 (RTTVAR 49.25), SRTT = 100 + 20 / 80 = 100.25, RTO 100.25 + 197 = 297.25 -> 298
+    /// (per sample: 273). Behind a steady queue the variance lasts: 40 equal samples of 100 ms
+    /// leave RTTVAR at 50 x 0.975^40 = 18.2 ms per window, against nothing per sample.
+    #[test]
+    fn per_window_gains_divide_each_step_by_the_samples_a_window_gives() {
+        use super::RttGains;
+        let run = |gains: RttGains, samples: &[i64]| {
+            let mut s = Setup::default().sender();
+            s.cfg.rto_min_mode = RtoMinMode::Rfc6298;
+            s.cfg.rto_min_us = 1000;
+            s.cfg.rtt_gains = gains;
+            s.tp.srtt_us = 0;
+            s.tp.packets_out = 20;
+            samples
+                .iter()
+                .map(|&m| {
+                    s.rtt_estimator(m * 1000);
+                    s.set_rto();
+                    s.tp.icsk_rto_us / 1000
+                })
+                .collect::<Vec<u32>>()
+        };
+        assert_eq!(run(RttGains::PerWindow, &[100, 120]), [300, 298]);
+        assert_eq!(run(RttGains::PerSample, &[100, 120]), [300, 273]);
+        let steady = [100i64; 41];
+        let w = *run(RttGains::PerWindow, &steady).last().unwrap();
+        let p = *run(RttGains::PerSample, &steady).last().unwrap();
+        // 100 + 4 x 18.2 = 172.8 -> 173 per window; per sample RTTVAR is gone: 100 + 1 ms.
+        assert!((172..=174).contains(&w), "{w}");
+        assert!(p <= 102, "{p}");
+    }
 }
