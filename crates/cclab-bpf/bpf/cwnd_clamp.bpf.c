@@ -41,8 +41,10 @@
 //   ssthresh, snd_una (the segment it retransmits) and snd_nxt (tcp_enter_loss's high_seq) are
 //   the values before the timeout. The SYN's timeouts (state SYN_SENT) are left out;
 // - STO_EV_SSTHRESH: snd_ssthresh differs from the socket's last seen value, checked on every
-//   RTT sample (BPF_SOCK_OPS_RTT_CB), retransmission (BPF_SOCK_OPS_RETRANS_CB: the first after
-//   an RTO shows tcp_enter_loss's ssthresh) and state change: an undo
+//   RTT sample (BPF_SOCK_OPS_RTT_CB), retransmission (BPF_SOCK_OPS_RETRANS_CB) and state
+//   change; and always on the first callback after an RTO (arg 0 = 1), which shows
+//   tcp_enter_loss's ssthresh (that callback is the RTO's retransmission, or an ACK's RTT
+//   sample, which tcp_ack() takes before tcp_fastretrans_alert() could undo): an undo
 //   (net/ipv4/tcp_input.c tcp_undo_cwnd_reduction) restores ssthresh to prior_ssthresh, which
 //   is what userspace looks for;
 // - STO_EV_RECOVERED: the callback after the first one (after an RTO) where snd_una has
@@ -132,6 +134,7 @@ struct sto_sock {
 	__u32 high_seq;
 	__u32 watching; /* 1 from an RTO until snd_una reaches high_seq, 2 until STO_EV_RECOVERED */
 	__u32 retrans_cb;
+	__u32 after_rto; /* 1 from an RTO to the next callback */
 };
 
 struct {
@@ -218,6 +221,7 @@ static __always_inline void sto_log_op(struct bpf_sock_ops *skops, __u32 op)
 		sto_emit(skops, cookie, STO_EV_RTO, skops->args[0], skops->args[1]);
 		st->high_seq = skops->snd_nxt;
 		st->watching = 1;
+		st->after_rto = 1;
 		if (!st->retrans_cb) {
 			st->retrans_cb = 1;
 			bpf_sock_ops_cb_flags_set(skops,
@@ -225,9 +229,10 @@ static __always_inline void sto_log_op(struct bpf_sock_ops *skops, __u32 op)
 		}
 		return;
 	}
-	if (ssthresh != st->last_ssthresh) {
+	if (ssthresh != st->last_ssthresh || st->after_rto) {
+		sto_emit(skops, cookie, STO_EV_SSTHRESH, st->after_rto, 0);
 		st->last_ssthresh = ssthresh;
-		sto_emit(skops, cookie, STO_EV_SSTHRESH, 0, 0);
+		st->after_rto = 0;
 	}
 	if (st->watching == 2) {
 		st->watching = 0;

@@ -36,8 +36,8 @@ timeouts"):
 - ``unneeded_pkts``: data segments the receiver got twice whose latest copy before that arrival
   was retransmitted between this RTO and the next, or the end of its episode (undo, or snd_una
   reached its snd_nxt) (exact up to the sub-ms offset of the two clocks).
-- ``undetected`` (a spurious, undetected RTO): ``detection_off`` (frto, timestamps and D-SACK
-  all off), ``fin`` (F-RTO on but the RTO's snd_nxt was the transfer's end: no new data to send),
+- ``undetected`` (a spurious, undetected RTO): ``timestamps_off`` or ``detection_off`` (frto,
+  timestamps and D-SACK all off, named as the simulator names it), ``fin`` (F-RTO on but the RTO's snd_nxt was the transfer's end: no new data to send),
   ``run_end`` (still in Loss at the run's end), else ``other`` (the kernel does not say whether
   F-RTO gave up on a duplicate ACK or for lack of window); ``frto_abort`` is ``fin`` in the
   second case, else ``-``.

@@ -49,11 +49,14 @@ def kernel_detection(flow: dict[str, Any], sender: dict[str, str], receiver: dic
             "dsack_undo": flow.get("dsack_undo", True) and on(receiver, "net/ipv4/tcp_dsack", True)}
 
 
-def detection_off(flow: dict[str, Any]) -> bool:
-    """No detector can run on the kernel: F-RTO (net.ipv4.tcp_frto), timestamps (the kernel's
-    Eifel detection) and D-SACK (SACK and the receiver's net.ipv4.tcp_dsack) all off."""
-    return not (flow.get("frto", True) or flow.get("timestamps", True)
-                or (flow.get("sack", True) and flow.get("dsack_undo", True)))
+def detection_off(flow: dict[str, Any]) -> str | None:
+    """Why no detector can run on the kernel, as the simulator's ``sto_detection_off`` names it,
+    None when one can: F-RTO (net.ipv4.tcp_frto), timestamps (the kernel's Eifel detection,
+    which only timestamps turn off) and D-SACK (SACK and the receiver's net.ipv4.tcp_dsack) all
+    off: ``timestamps_off`` when eifel_detection was asked for, else ``detection_off``."""
+    if flow.get("frto", True) or flow.get("timestamps", True) or (flow.get("sack", True) and flow.get("dsack_undo", True)):
+        return None
+    return "timestamps_off" if flow.get("eifel_detection", True) else "detection_off"
 
 
 @dataclass
@@ -67,7 +70,6 @@ class _Episode:
     undo_t_s: float | None = None
     recovered_t_s: float | None = None
     closed_t_s: float | None = None  # a reduction or the next episode ended it undetected
-    lowered: bool = False  # the timeout's own reduction was seen
     lowest: int = 1 << 32  # the lowest ssthresh seen
 
     @property
@@ -118,12 +120,12 @@ def _episodes(ev: list[dict[str, Any]], base: int) -> tuple[list[dict[str, Any]]
             continue
         elif k == "ssthresh":
             v = e["snd_ssthresh"]
-            if v > cur.ssthresh and v in cur.prior:
+            if e["arg0"] == 1:
+                pass  # the first callback after an RTO: tcp_enter_loss's value
+            elif v > cur.ssthresh and v in cur.prior:
                 cur.undo_t_s = e["t_s"]
-            elif v < cur.ssthresh and cur.lowered:
-                cur.closed_t_s = e["t_s"]  # lowered again after the timeout's own reduction
             elif v < cur.ssthresh:
-                cur.lowered = True
+                cur.closed_t_s = e["t_s"]  # lowered again: a fast recovery took new undo state
             cur.ssthresh, cur.lowest = v, min(cur.lowest, v)
         elif k == "recovered" and cur.recovered_t_s is None:
             cur.recovered_t_s = e["t_s"]
@@ -189,8 +191,9 @@ def rto_rows(conn: dict[str, Any], ledger_conn: dict[str, Any] | None, flow: dic
         why, abort = "-", "-"
         if spurious and detected == "none":
             fin = flow.get("frto", True) and flow.get("size_bytes", 0) > 0 and r["snd_nxt"] >= flow["size_bytes"]
-            if detection_off(flow):
-                why = "detection_off"
+            off = detection_off(flow)
+            if off:
+                why = off
             elif fin:
                 why = abort = "fin"
             elif ep.recovered_t_s is None and ep.closed_t_s is None:
