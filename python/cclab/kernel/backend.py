@@ -376,7 +376,8 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                      for x in facts.pop("rows", [])]
         r.summary["flows"][k].update(facts)
     if sto_rows:
-        r.events = pd.concat([r.events, pd.DataFrame(sto_rows, columns=r.events.columns)], ignore_index=True)
+        rows = pd.DataFrame(sto_rows, columns=r.events.columns)
+        r.events = pd.concat([r.events, rows], ignore_index=True) if len(r.events) else rows
     if mw_frames:
         mwt = pd.concat(mw_frames, ignore_index=True).sort_values(["t_s", "host"], kind="stable", ignore_index=True)
         mwt.insert(0, "run", pd.Categorical([sc.name] * len(mwt)))
