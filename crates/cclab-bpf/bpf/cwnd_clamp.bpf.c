@@ -30,8 +30,8 @@
 // establishment (passive sockets). `rto_counts` counts what was done, for the loader's status.
 //
 // Timeout log (cclab issue 14, per-RTO `sto` rows on the kernel). Every socket gets
-// BPF_SOCK_OPS_RTO_CB_FLAG and BPF_SOCK_OPS_STATE_CB_FLAG at establishment, and
-// BPF_SOCK_OPS_RETRANS_CB_FLAG after its first RTO. The program writes to the ring buffer
+// BPF_SOCK_OPS_RTO_CB_FLAG at establishment, and BPF_SOCK_OPS_RETRANS_CB_FLAG after its first
+// RTO. The program writes to the ring buffer
 // `sto_log`, one `struct sto_event` each (userspace reads them after the run, kernel/sto.py
 // makes the rows):
 // - STO_EV_ESTABLISHED: snd_una then is the ISN + 1, the base of the relative sequences;
@@ -41,8 +41,7 @@
 //   ssthresh, snd_una (the segment it retransmits) and snd_nxt (tcp_enter_loss's high_seq) are
 //   the values before the timeout. The SYN's timeouts (state SYN_SENT) are left out;
 // - STO_EV_SSTHRESH: snd_ssthresh differs from the socket's last seen value, checked on every
-//   RTT sample (BPF_SOCK_OPS_RTT_CB), retransmission (BPF_SOCK_OPS_RETRANS_CB) and state
-//   change; and always on the first callback after an RTO (arg 0 = 1), which shows
+//   RTT sample (BPF_SOCK_OPS_RTT_CB) and retransmission (BPF_SOCK_OPS_RETRANS_CB); and always on the first callback after an RTO (arg 0 = 1), which shows
 //   tcp_enter_loss's ssthresh (that callback is the RTO's retransmission, or an ACK's RTT
 //   sample, which tcp_ack() takes before tcp_fastretrans_alert() could undo): an undo
 //   (net/ipv4/tcp_input.c tcp_undo_cwnd_reduction) restores ssthresh to prior_ssthresh, which
@@ -51,8 +50,7 @@
 //   reached that RTO's snd_nxt (the Loss state's high_seq: its retransmissions are over). One
 //   callback later, because RTT_CB runs in tcp_ack() before tcp_fastretrans_alert(): an undo by
 //   the ACK that ends the Loss state (tcp_process_loss -> tcp_try_undo_recovery) shows as an
-//   STO_EV_SSTHRESH before this event, a later one (a D-SACK's, tcp_try_undo_dsack) after it;
-// - STO_EV_STATE: a TCP state change (BPF_SOCK_OPS_STATE_CB, arg 0 old, arg 1 new state).
+//   STO_EV_SSTHRESH before this event, a later one (a D-SACK's, tcp_try_undo_dsack) after it.
 // An event the ring buffer has no room for is counted in rto_counts[STO_EVENTS_LOST].
 
 #include <linux/bpf.h>
@@ -105,7 +103,6 @@ struct {
 #define STO_EV_RTO 1
 #define STO_EV_SSTHRESH 2
 #define STO_EV_RECOVERED 3
-#define STO_EV_STATE 4
 
 struct sto_event {
 	__u64 t_ns; /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
@@ -240,8 +237,6 @@ static __always_inline void sto_log_op(struct bpf_sock_ops *skops, __u32 op)
 	} else if (st->watching == 1 && (__s32)(skops->snd_una - st->high_seq) >= 0) {
 		st->watching = 2;
 	}
-	if (op == BPF_SOCK_OPS_STATE_CB)
-		sto_emit(skops, cookie, STO_EV_STATE, skops->args[0], skops->args[1]);
 }
 
 SEC("sockops")
@@ -266,8 +261,7 @@ int cclab_cwnd_clamp(struct bpf_sock_ops *skops)
 		return 1;
 	}
 	if (op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB || op == BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB ||
-	    op == BPF_SOCK_OPS_RTT_CB || op == BPF_SOCK_OPS_RTO_CB || op == BPF_SOCK_OPS_RETRANS_CB ||
-	    op == BPF_SOCK_OPS_STATE_CB)
+	    op == BPF_SOCK_OPS_RTT_CB || op == BPF_SOCK_OPS_RTO_CB || op == BPF_SOCK_OPS_RETRANS_CB)
 		sto_log_op(skops, op);
 	if (op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB && op != BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB &&
 	    op != BPF_SOCK_OPS_RTT_CB)
@@ -275,7 +269,7 @@ int cclab_cwnd_clamp(struct bpf_sock_ops *skops)
 	if (op != BPF_SOCK_OPS_RTT_CB) {
 		set_rto_min(skops);
 		bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_RTT_CB_FLAG |
-							 BPF_SOCK_OPS_RTO_CB_FLAG | BPF_SOCK_OPS_STATE_CB_FLAG);
+							 BPF_SOCK_OPS_RTO_CB_FLAG);
 	}
 
 	want = by_port(&cwnd_clamp_by_port, skops);

@@ -14,10 +14,10 @@
 //! minimum RTO (bpf_setsockopt TCP_BPF_RTO_MIN, us, before the SYN; 6.18 takes 2 jiffies to
 //! 200 ms only: net/core/filter.c bpf_sol_tcp_setsockopt).
 //!
-//! It also logs each socket's timeouts ([`CwndClamp::sto_events`]): the RTOs (BPF_SOCK_OPS_RTO_CB,
-//! before `tcp_enter_loss`), each change of snd_ssthresh seen on an RTT sample, retransmission
-//! or state change (an undo restores it), when snd_una reaches an RTO's snd_nxt, and the TCP
-//! state changes, through a ring buffer (`sto_log`; the program's header says what each holds).
+//! It also logs each socket's timeouts ([`CwndClamp::sto_events`]): its ISN at establishment,
+//! the RTOs (BPF_SOCK_OPS_RTO_CB, before `tcp_enter_loss`), each change of snd_ssthresh seen on
+//! an RTT sample or retransmission (an undo restores it), and when snd_una reaches an RTO's
+//! snd_nxt, through a ring buffer (`sto_log`; the program's header says what each holds).
 //!
 //! The program is attached through a BPF link: it is detached when the [`CwndClamp`] is dropped
 //! or its process dies, even by SIGKILL.
@@ -105,9 +105,10 @@ pub struct StoEvent {
     pub snd_nxt: u32,
     pub snd_cwnd: u32,
     pub snd_ssthresh: u32,
-    /// RTO: icsk_retransmits (0: the first of a run of backed-off timeouts); state: the old state.
+    /// RTO: icsk_retransmits (0: the first of a run of backed-off timeouts); ssthresh: 1 on
+    /// the first callback after an RTO (tcp_enter_loss's value), else 0.
     pub arg0: u32,
-    /// RTO: icsk_rto, jiffies; state: the new state.
+    /// RTO: icsk_rto, jiffies.
     pub arg1: u32,
     /// The TCP state (BPF_TCP_*).
     pub state: u32,
@@ -116,7 +117,7 @@ pub struct StoEvent {
 
 impl StoEvent {
     /// The names of the kinds, by number.
-    pub const KINDS: [&'static str; 5] = ["established", "rto", "ssthresh", "recovered", "state"];
+    pub const KINDS: [&'static str; 4] = ["established", "rto", "ssthresh", "recovered"];
 
     /// An event from the ring buffer's bytes, None when they are too short.
     pub fn from_bytes(b: &[u8]) -> Option<StoEvent> {
@@ -145,7 +146,10 @@ impl StoEvent {
 
     /// The kind's name (`unknown` for a number the program does not write).
     pub fn kind_name(&self) -> &'static str {
-        Self::KINDS.get(self.kind as usize).copied().unwrap_or("unknown")
+        Self::KINDS
+            .get(self.kind as usize)
+            .copied()
+            .unwrap_or("unknown")
     }
 }
 

@@ -16,8 +16,8 @@ initial RTO (its reply to BPF_SOCK_OPS_TIMEOUT_INIT, in jiffies: the kernel's HZ
 config, ``kernel_hz``) and a minimum RTO (TCP_BPF_RTO_MIN, which 6.18 takes only up to 200 ms);
 0 leaves either to the kernel.
 
-With ``sto_log=PATH`` the program's timeout log (each socket's RTOs, ssthresh changes, recoveries
-and state changes, BPF_SOCK_OPS_RTO_CB and friends) is written there when the clamp closes, and
+With ``sto_log=PATH`` the program's timeout log (each socket's ISN, RTOs, ssthresh changes and
+recoveries: BPF_SOCK_OPS_RTO_CB and friends) is written there when the clamp closes, and
 ``events()`` reads it back (kernel/sto.py turns it into per-RTO rows).
 
 The S1 middleware uses the same object to move caps while flows run. Kernel semantics (Linux

@@ -1,7 +1,7 @@
 """Per-RTO spurious-timeout facts of one kernel connection, from the BPF sock_ops program's
 timeout log joined with cclab-link's ledger (what each fact means and how exact it is: sto.py's
 doc). The log's events are the loader's JSON lines (crates/cclab-bpf/src/bin/cclab-cwnd-clamp.rs):
-``kind`` one of ``established``, ``rto``, ``ssthresh``, ``recovered``, ``state``, with the
+``kind`` one of ``established``, ``rto``, ``ssthresh``, ``recovered``, with the
 socket's snd_una, snd_nxt, snd_cwnd, snd_ssthresh at that moment."""
 
 from __future__ import annotations

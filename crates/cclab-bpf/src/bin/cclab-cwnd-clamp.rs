@@ -11,8 +11,8 @@
 //! and answers each with one JSON line ({"ok": true} or {"error": "..."}). On end of input it
 //! prints a last status line and detaches. Killing it also detaches (BPF link).
 //!
-//! With `--sto-log PATH` it keeps the program's timeout log (every socket's RTOs, snd_ssthresh
-//! changes, recoveries and state changes; see the BPF program's header) and writes it at the
+//! With `--sto-log PATH` it keeps the program's timeout log (every socket's ISN, RTOs,
+//! snd_ssthresh changes and recoveries; see the BPF program's header) and writes it at the
 //! end, before the last status line, as JSON lines: {"t_ns", "cookie", "kind", "local_port",
 //! "remote_port", "snd_una", "snd_nxt", "snd_cwnd", "snd_ssthresh", "arg0", "arg1", "state",
 //! "packets_out"}, oldest first.
@@ -191,7 +191,10 @@ fn main() -> ExitCode {
     if let Some(path) = &args.sto_log {
         log.extend(clamp.sto_events());
         if let Err(e) = write_log(path, &log) {
-            eprintln!("cclab-cwnd-clamp: writing the timeout log {}: {e}", path.display());
+            eprintln!(
+                "cclab-cwnd-clamp: writing the timeout log {}: {e}",
+                path.display()
+            );
         }
     }
     let _ = writeln!(out, "{}", status(&clamp));
