@@ -7,8 +7,9 @@ What the kernel cannot do is refused before anything is created (``parity``): al
 (kernel_hz, delayed_ack off, tlp off, fixed receive window), and timeout settings it cannot run
 (rto.py: an initial RTO other than 1 s or a per-flow minimum RTO need the BPF sock_ops loader).
 What it runs close to, not exactly as, asked is listed in the summary's ``deviations``. Each TCP
-flow's summary has the spurious-timeout facts (sto.py) from cclab-link's ledger and the kernel's
-counters.
+flow's summary has the spurious-timeout facts (sto.py) from cclab-link's ledger and the BPF
+sock_ops program's timeout log (run whenever it is built), and the events table a ``sto`` row
+per data RTO, as the simulator's.
 """
 
 from __future__ import annotations
