@@ -199,7 +199,7 @@ def test_a_delay_spike_gives_one_spurious_rto_that_the_kernel_undoes(timestamps)
 def test_without_frto_timestamps_or_dsack_the_spurious_rto_goes_undetected():
     """The same spike with F-RTO, timestamps and D-SACKs off: the kernel cannot tell, stays in
     Loss and resends the window go-back-N: every one of those the receiver gets twice (measured
-    184 segments)."""
+    152-186 segments)."""
     r = run_kernel(_spike(False, False))
     f = r.summary["flows"][0]
     assert (f["rto_count"], f["sto_count"], f["sto"]["unmatched"]) == (1, 1, 0), f
@@ -209,6 +209,11 @@ def test_without_frto_timestamps_or_dsack_the_spurious_rto_goes_undetected():
     # As the simulator names it: eifel_detection is on but timestamps are off.
     assert "spurious=yes detected=none" in row and "undetected=timestamps_off" in row, row
     assert int(_facts(row)["unneeded_pkts"]) == f["spurious_retrans_pkts"]
+    # The simulator's row has the same facts; how many segments go twice depends on the window
+    # at the spike (measured: kernel 152-186, simulator 153).
+    (s_row,) = _sto_rows(cclab.simulate(_spike(False, False)))
+    drop = lambda d: {k: v for k, v in _facts(d).items() if k != "unneeded_pkts"}  # noqa: E731
+    assert drop(row) == drop(s_row), (row, s_row)
 
 
 @root_only
