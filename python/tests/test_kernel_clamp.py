@@ -115,7 +115,7 @@ def test_bad_caps_are_refused():
             c.set(PORT, -1)
         st = c.status()
         assert (st["caps"], st["applied"], st["rtos"]) == ({}, [], {})
-        assert st["rto_counts"] == {"initial_replied": 0, "min_set": 0, "min_refused": 0}
+        assert st["rto_counts"] == {"initial_replied": 0, "min_set": 0, "min_refused": 0, "sto_events_lost": 0}
     with pytest.raises(ValueError, match="min_ms"):
         CwndClamp("x", rtos={PORT: (3000.0, 300.0)})  # TCP_BPF_RTO_MIN takes at most 200 ms
     with pytest.raises(ClampError, match="not running"):

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cclab.study.s3 import S3Config, plan, run_s3
+import pandas as pd
+
+from cclab.study.s3 import PAPER_RESULTS, S3Config, compare_with_paper, one_sto_gains, one_sto_goodput, plan, run_s3
 from cclab.study.s3_scenarios import SHIPPED, s3_scenario
 
 from .conftest import needs_core
@@ -34,6 +36,29 @@ def test_the_kernel_parity_part_pairs_each_run_on_both_backends() -> None:
 
 
 @needs_core
+def test_the_one_sto_gain_pools_connections_as_fig_8_does() -> None:
+    """Fig. 8 and the paper table read one table: per size and detection, the mean goodput of all
+    connections with one STO, whatever their mobility class and RTO profile (not the mean of
+    per-class means, which would weigh the one walking connection as much as the three on the
+    train)."""
+    rows = []
+    for det, walking, train in (("none", [100.0], [200.0, 200.0, 200.0]), ("frto+eifel", [110.0], [230.0] * 3)):
+        for mob, profile, xs in (("walking", "standard", walking), ("express-train", "proposed", train)):
+            rows += [{"part": "detection", "size": "300KB", "detection": det, "mobility": mob, "profile": profile,
+                      "sto_count": 1, "goodput_bps": x * 1e3} for x in xs]
+    # Connections without exactly one STO stay out.
+    rows.append({"part": "detection", "size": "300KB", "detection": "none", "mobility": "walking",
+                 "profile": "standard", "sto_count": 2, "goodput_bps": 1.0})
+    pooled = one_sto_goodput(pd.DataFrame(rows)).set_index("detection")
+    assert pooled.loc["none", "one_sto_connections"] == 4
+    assert pooled.loc["none", "one_sto_goodput_kbps"] == pytest.approx(175.0)  # (100 + 3 * 200) / 4
+    assert pooled.loc["frto+eifel", "one_sto_goodput_kbps"] == pytest.approx(200.0)  # (110 + 3 * 230) / 4
+    gain = one_sto_gains(pooled.reset_index())["300KB"]
+    assert gain == pytest.approx(200 / 175 - 1)  # the mean of per-class gains would be +12.5 %
+    table = compare_with_paper(pd.DataFrame(), pd.DataFrame(), pooled.reset_index()).set_index("result")
+    assert table.loc[PAPER_RESULTS[-1][0], "cclab"] == "+14 % to +14 %"
+
+
 def test_quick_study_writes_every_figure_and_table(tmp_path: Path) -> None:
     res = run_s3(tmp_path, S3Config.make(quick=True, jobs=1))
     assert res.failures.empty, res.failures

@@ -14,13 +14,18 @@
 //! minimum RTO (bpf_setsockopt TCP_BPF_RTO_MIN, us, before the SYN; 6.18 takes 2 jiffies to
 //! 200 ms only: net/core/filter.c bpf_sol_tcp_setsockopt).
 //!
+//! It also logs each socket's timeouts ([`CwndClamp::sto_events`]): its ISN at establishment,
+//! the RTOs (BPF_SOCK_OPS_RTO_CB, before `tcp_enter_loss`), each change of snd_ssthresh seen on
+//! an RTT sample or retransmission (an undo restores it), and when snd_una reaches an RTO's
+//! snd_nxt, through a ring buffer (`sto_log`; the program's header says what each holds).
+//!
 //! The program is attached through a BPF link: it is detached when the [`CwndClamp`] is dropped
 //! or its process dies, even by SIGKILL.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use aya::maps::{Array, HashMap, MapData, MapError};
+use aya::maps::{Array, HashMap, MapData, MapError, RingBuf};
 use aya::programs::{CgroupAttachMode, ProgramError, SockOps};
 use aya::Pod;
 use aya::{include_bytes_aligned, Ebpf, EbpfError};
@@ -80,6 +85,72 @@ pub struct RtoCounts {
     pub min_set: u64,
     /// bpf_setsockopt(TCP_BPF_RTO_MIN) calls the kernel refused.
     pub min_refused: u64,
+    /// Timeout-log events the ring buffer had no room for.
+    pub sto_events_lost: u64,
+}
+
+/// One timeout-log event (`struct sto_event` of the program).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StoEvent {
+    /// bpf_ktime_get_ns(): CLOCK_MONOTONIC, ns.
+    pub t_ns: u64,
+    /// The socket's cookie (one per connection).
+    pub cookie: u64,
+    /// What happened: [`StoEvent::KINDS`] names them.
+    pub kind: u32,
+    pub local_port: u16,
+    pub remote_port: u16,
+    pub snd_una: u32,
+    pub snd_nxt: u32,
+    pub snd_cwnd: u32,
+    pub snd_ssthresh: u32,
+    /// RTO: icsk_retransmits (0: the first of a run of backed-off timeouts); ssthresh: 1 on
+    /// the first callback after an RTO (tcp_enter_loss's value), else 0.
+    pub arg0: u32,
+    /// RTO: icsk_rto, jiffies.
+    pub arg1: u32,
+    /// The TCP state (BPF_TCP_*).
+    pub state: u32,
+    pub packets_out: u32,
+}
+
+impl StoEvent {
+    /// The names of the kinds, by number.
+    pub const KINDS: [&'static str; 4] = ["established", "rto", "ssthresh", "recovered"];
+
+    /// An event from the ring buffer's bytes, None when they are too short.
+    pub fn from_bytes(b: &[u8]) -> Option<StoEvent> {
+        if b.len() < std::mem::size_of::<StoEvent>() {
+            return None;
+        }
+        let u64_at = |o: usize| u64::from_ne_bytes(b[o..o + 8].try_into().unwrap());
+        let u32_at = |o: usize| u32::from_ne_bytes(b[o..o + 4].try_into().unwrap());
+        let u16_at = |o: usize| u16::from_ne_bytes(b[o..o + 2].try_into().unwrap());
+        Some(StoEvent {
+            t_ns: u64_at(0),
+            cookie: u64_at(8),
+            kind: u32_at(16),
+            local_port: u16_at(20),
+            remote_port: u16_at(22),
+            snd_una: u32_at(24),
+            snd_nxt: u32_at(28),
+            snd_cwnd: u32_at(32),
+            snd_ssthresh: u32_at(36),
+            arg0: u32_at(40),
+            arg1: u32_at(44),
+            state: u32_at(48),
+            packets_out: u32_at(52),
+        })
+    }
+
+    /// The kind's name (`unknown` for a number the program does not write).
+    pub fn kind_name(&self) -> &'static str {
+        Self::KINDS
+            .get(self.kind as usize)
+            .copied()
+            .unwrap_or("unknown")
+    }
 }
 
 /// The sock_ops cwnd clamp attached to one cgroup.
@@ -88,6 +159,7 @@ pub struct CwndClamp {
     applied: HashMap<MapData, u64, u32>, // an LRU hash in the kernel
     rto_by_port: HashMap<MapData, u32, RtoSetting>,
     rto_counts: Array<MapData, u64>,
+    sto_log: RingBuf<MapData>,
     // Keeps the program and its link alive; dropping it detaches.
     _ebpf: Ebpf,
 }
@@ -122,11 +194,16 @@ impl CwndClamp {
             ebpf.take_map("rto_counts")
                 .ok_or(ClampError::Missing("map rto_counts"))?,
         )?;
+        let sto_log = RingBuf::try_from(
+            ebpf.take_map("sto_log")
+                .ok_or(ClampError::Missing("map sto_log"))?,
+        )?;
         Ok(Self {
             by_port,
             applied,
             rto_by_port,
             rto_counts,
+            sto_log,
             _ebpf: ebpf,
         })
     }
@@ -202,7 +279,17 @@ impl CwndClamp {
             initial_replied: n(0),
             min_set: n(1),
             min_refused: n(2),
+            sto_events_lost: n(3),
         }
+    }
+
+    /// The timeout-log events written since the last call, oldest first.
+    pub fn sto_events(&mut self) -> Vec<StoEvent> {
+        let mut v = Vec::new();
+        while let Some(item) = self.sto_log.next() {
+            v.extend(StoEvent::from_bytes(&item));
+        }
+        v
     }
 
     /// The caps applied so far, one per socket (by socket cookie), in no particular order.
@@ -227,7 +314,39 @@ mod tests {
         assert!(obj.maps.contains_key("cwnd_clamp_applied"));
         assert!(obj.maps.contains_key("rto_by_port"));
         assert!(obj.maps.contains_key("rto_counts"));
+        assert!(obj.maps.contains_key("sto_log"));
+        assert!(obj.maps.contains_key("sto_socks"));
         assert_eq!(obj.license.to_str().unwrap(), "GPL");
+    }
+
+    #[test]
+    fn a_log_event_reads_back_field_by_field() {
+        assert_eq!(std::mem::size_of::<StoEvent>(), 56);
+        let e = StoEvent {
+            t_ns: 5_000_000_123,
+            cookie: 77,
+            kind: 1,
+            local_port: 40000,
+            remote_port: 5201,
+            snd_una: u32::MAX - 3,
+            snd_nxt: 12,
+            snd_cwnd: 40,
+            snd_ssthresh: 0x7fff_ffff,
+            arg0: 0,
+            arg1: 98,
+            state: 1,
+            packets_out: 40,
+        };
+        // SAFETY: a repr(C) struct of integers without padding, viewed as its bytes.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                (&e as *const StoEvent).cast::<u8>(),
+                std::mem::size_of::<StoEvent>(),
+            )
+        };
+        assert_eq!(StoEvent::from_bytes(bytes), Some(e));
+        assert_eq!(e.kind_name(), "rto");
+        assert_eq!(StoEvent::from_bytes(&bytes[..55]), None);
     }
 
     #[test]

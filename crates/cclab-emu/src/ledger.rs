@@ -14,7 +14,9 @@
 //! its first byte.
 //!
 //! Each retransmission is also recorded (time, relative sequence number, length, whether an
-//! earlier copy was alive), up to [`MAX_RECORDS`] per connection, with the times of the SYNs.
+//! earlier copy was alive), up to [`MAX_RECORDS`] per connection, with the times of the SYNs;
+//! and so is each data segment handed to the receiver a second time (time, relative sequence
+//! number), so that the kernel backend can tell which RTO's episode a duplicate came from.
 
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -111,6 +113,8 @@ pub struct Conn {
     pub dropped_data_pkts: u64,
     pub syn_ns: Vec<u64>,
     pub records: Vec<Retrans>,
+    /// Data segments handed on a second time: (time, relative first byte).
+    pub dups: Vec<(u64, u64)>,
 }
 
 impl Conn {
@@ -246,8 +250,8 @@ impl Ledger {
         }
     }
 
-    /// A packet handed to the receiving port.
-    pub fn delivered(&mut self, data: &[u8]) {
+    /// A packet handed to the receiving port at `now_ns`.
+    pub fn delivered(&mut self, now_ns: u64, data: &[u8]) {
         let Some((c, start, payload_bytes)) = self.known_data(data) else {
             return;
         };
@@ -265,11 +269,15 @@ impl Ledger {
         if dup {
             c.dup_delivered_pkts += 1;
             c.dup_delivered_bytes += u64::from(payload_bytes);
+            if c.dups.len() < MAX_RECORDS {
+                c.dups.push((now_ns, start));
+            }
         }
     }
 
     /// `[{flow: "A:p>B:q", data_pkts, retrans_pkts, unneeded_retrans_pkts, dup_delivered_pkts,
-    /// dup_delivered_bytes, dropped_data_pkts, syn_ns, retrans: [[t_ns, seq, len, alive]]}]`,
+    /// dup_delivered_bytes, dropped_data_pkts, syn_ns, retrans: [[t_ns, seq, len, alive]],
+    /// dups: [[t_ns, seq]]}]`,
     /// for connections that carried data or SYNs, in a stable order.
     pub fn to_json(&self) -> Value {
         let mut keys: Vec<_> = self.conns.keys().copied().collect();
@@ -292,6 +300,7 @@ impl Ledger {
                             "retrans": c.records.iter()
                                 .map(|r| json!([r.t_ns, r.seq, r.len, r.earlier_alive]))
                                 .collect::<Vec<_>>(),
+                            "dups": c.dups.iter().map(|&(t, q)| json!([t, q])).collect::<Vec<_>>(),
                         })
                     })
                 })
@@ -348,14 +357,14 @@ mod tests {
             l.entered(10 + u64::from(k), &data(k));
         }
         l.dropped(&data(0)); // segment 0 lost
-        l.delivered(&data(1)); // segment 1 arrived; segment 2 still inside
+        l.delivered(200, &data(1)); // segment 1 arrived; segment 2 still inside
         l.entered(100, &data(0)); // needed
         l.entered(101, &data(1)); // unneeded: delivered
         l.entered(102, &data(2)); // unneeded: inside the link
-        l.delivered(&data(0));
-        l.delivered(&data(1)); // the receiver gets it twice
-        l.delivered(&data(2));
-        l.delivered(&data(2));
+        l.delivered(200, &data(0));
+        l.delivered(200, &data(1)); // the receiver gets it twice
+        l.delivered(200, &data(2));
+        l.delivered(200, &data(2));
         let c = conn(&l);
         assert_eq!(
             (c.data_pkts, c.retrans_pkts, c.unneeded_retrans_pkts),
@@ -370,6 +379,7 @@ mod tests {
             (2, 2000, 1)
         );
         assert_eq!(c.syn_ns, vec![0, 5]);
+        assert_eq!(c.dups, vec![(200, 1000), (200, 2000)]);
         let alive: Vec<bool> = c.records.iter().map(|r| r.earlier_alive).collect();
         assert_eq!(alive, vec![false, true, true]);
         assert_eq!(c.records[1].seq, 1000);
@@ -381,7 +391,7 @@ mod tests {
         l.entered(0, &tcp(false, ISN, 0, SYN, 0));
         for k in 0..4 {
             l.entered(1, &data(k));
-            l.delivered(&data(k));
+            l.delivered(200, &data(k));
         }
         l.entered(2, &tcp(true, 7, ISN.wrapping_add(1 + 3000), ACK, 0));
         assert_eq!(
@@ -390,7 +400,7 @@ mod tests {
             "segments 0-2 acknowledged and forgotten"
         );
         l.entered(3, &data(1)); // a go-back-N resend of acknowledged data
-        l.delivered(&data(1));
+        l.delivered(200, &data(1));
         let c = conn(&l);
         assert_eq!(
             (
@@ -403,6 +413,7 @@ mod tests {
         let doc = l.to_json();
         assert_eq!(doc[0]["flow"], "10.0.0.1:1000>10.0.0.2:5201");
         assert_eq!(doc[0]["retrans"][0], json!([3, 1000, 1000, true]));
+        assert_eq!(doc[0]["dups"], json!([[200, 1000]]));
     }
 
     #[test]

@@ -451,7 +451,7 @@ impl Router {
                 }
             } else {
                 self.lateness_all.record(late);
-                self.ledger.delivered(&pkt.data);
+                self.ledger.delivered(t, &pkt.data);
                 out.push(Out {
                     port: r.to,
                     from_port: r.from,

@@ -7,8 +7,9 @@ What the kernel cannot do is refused before anything is created (``parity``): al
 (kernel_hz, delayed_ack off, tlp off, fixed receive window), and timeout settings it cannot run
 (rto.py: an initial RTO other than 1 s or a per-flow minimum RTO need the BPF sock_ops loader).
 What it runs close to, not exactly as, asked is listed in the summary's ``deviations``. Each TCP
-flow's summary has the spurious-timeout facts (sto.py) from cclab-link's ledger and the kernel's
-counters.
+flow's summary has the spurious-timeout facts (sto.py) from cclab-link's ledger and the BPF
+sock_ops program's timeout log (run whenever it is built), and the events table a ``sto`` row
+per data RTO, as the simulator's.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from .clamp import CwndClamp, is_built as clamp_built, kernel_hz
 from .jiffies import jiffies_offset, kernel_clock
 from .rto import rto_plan, s3_deviations
 from .sto import flow_sto_facts, read_tcpext
+from .sto_log import kernel_detection, sto_log_of
 from .middleware import MiddlewareCC, TerminalMiddleware, middleware_hosts, read_log
 from . import bpfcc, child, mptcp
 from .knobs import CUBIC_FAMILY, CubicModuleParams, cubic_plan, is_udp, namespace_sysctls, set_initcwnd
@@ -210,13 +212,18 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                 cc_names[k] = "reno"  # upstream has no coupling (a deviation: mptcp.coupled_deviations)
         caps = {_BASE_PORT + k: f["max_cwnd_pkts"] for k, f in enumerate(d["flows"]) if f["max_cwnd_pkts"]}
         rtos = {_BASE_PORT + k: v for k, v in rto.bpf.items()}
+        # The sock_ops program also logs each socket's timeouts (sto.py's per-RTO rows): run it
+        # whenever it is built and a TCP flow's sender can join its cgroup.
+        sto_log = clamp_built() and any(not is_udp(f) and not mptcp.is_mptcp(f) and f["sender"] not in mw_hosts
+                                        for f in d["flows"])
         for k, f in enumerate(d["flows"]):
             if f["sender"] in mw_hosts:
                 cc_names[k] = bpfcc.BPF_CUBIC_MW
         daemons: dict[str, TerminalMiddleware] = {}
         with LinkEmulator(spec) as emu, CubicModuleParams(cubic_params), \
                 (bpfcc.BpfCubic(bpf_cubic) if bpf_cubic else contextlib.nullcontext()), \
-                (CwndClamp(f"run{run_id}", caps, rtos=rtos) if caps or rtos else contextlib.nullcontext()) as clamp, \
+                (CwndClamp(f"run{run_id}", caps, rtos=rtos, sto_log=Path(tmp) / "sto-log.jsonl" if sto_log else None)
+                 if caps or rtos or sto_log else contextlib.nullcontext()) as clamp, \
                 (MiddlewareCC() if mw_hosts else contextlib.nullcontext()) as mwcc, contextlib.ExitStack() as stack:
             for i in net.interfaces.values():
                 address_iface(ns[i.host], i.dev, i.addr, i.routes)
@@ -336,6 +343,7 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
             link_stats = emu.stop()
             link_stats["links"] = link_stats.get("links", []) + devices
             clamp_status = clamp.close() if clamp else None
+            sto_events = clamp.events() if clamp else []
             mw_status = {h: {**m.ready, "final": m.close()} for h, m in daemons.items()}
             mw_frames = []
             # The daemons name connections by their 4-tuple; the run's flows by their names.
@@ -359,7 +367,7 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
         glob["cclab_cubic"] = bpf_cubic
     extra = {"global_knobs": glob, "tcp_congestion": {f["name"]: cc_names.get(k, f["cc"])
                                                       for k, f in enumerate(d["flows"])},
-             "cwnd_clamp": None if clamp_status is None else {"caps_by_port": clamp_status["caps"],
+             "cwnd_clamp": None if clamp_status is None or not caps else {"caps_by_port": clamp_status["caps"],
                                                               "applied_pkts": clamp_status["applied"]},
              "rto_settings": {"how": {d["flows"][k]["name"]: h for k, h in rto.how.items()},
                               "sender_rto_min_ms": rto.sysctl_min_ms,
@@ -374,15 +382,27 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
     paths = {k: [sf.path for sf in sfs] for k, sfs in net.subflows.items()}
     r = _result(sc, d, frames, totals, link_stats, links, knobs, extra, time.perf_counter() - t_wall, __version__,
                 paths)
-    # Spurious-timeout facts per TCP flow (sto.py): namespace counters only for a sender's sole TCP flow.
+    # Spurious-timeout facts per TCP flow (sto.py): per RTO from the sock_ops program's log where
+    # the flow's sender ran it; else the estimate, with namespace counters only for a sender's sole
+    # TCP flow.
     tcp_flows = [k for k, f in enumerate(d["flows"]) if not is_udp(f)]
+    sto_rows = []
     for k in tcp_flows:
         f = d["flows"][k]
         if mptcp.is_mptcp(f):
             continue  # several subflows: the ledger and tcp_info are per subflow, not attributed here
         alone = sum(d["flows"][j]["sender"] == f["sender"] for j in tcp_flows) == 1
-        r.summary["flows"][k].update(flow_sto_facts(totals[k], link_stats.get("tcp", []), net.flows[k][1].addr,
-                                                    _BASE_PORT + k, tcp_counters[f["sender"]] if alone else None))
+        logged = sto_log and f["sender"] not in mw_hosts
+        facts = flow_sto_facts(totals[k], link_stats.get("tcp", []), net.flows[k][1].addr, _BASE_PORT + k,
+                               tcp_counters[f["sender"]] if alone else None,
+                               log=sto_log_of(sto_events, _BASE_PORT + k, t0) if logged else None,
+                               flow=kernel_detection(f, knobs.get(ns[f["sender"]], {}), knobs.get(ns[f["receiver"]], {})))
+        sto_rows += [{"run": sc.name, "t_s": x["t_s"], "flow": f["name"], "kind": "sto", "detail": x["detail"]}
+                     for x in facts.pop("rows", [])]
+        r.summary["flows"][k].update(facts)
+    if sto_rows:
+        rows = pd.DataFrame(sto_rows, columns=r.events.columns)
+        r.events = pd.concat([r.events, rows], ignore_index=True) if len(r.events) else rows
     if mw_frames:
         mwt = pd.concat(mw_frames, ignore_index=True).sort_values(["t_s", "host"], kind="stable", ignore_index=True)
         mwt.insert(0, "run", pd.Categorical([sc.name] * len(mwt)))

@@ -16,6 +16,10 @@ initial RTO (its reply to BPF_SOCK_OPS_TIMEOUT_INIT, in jiffies: the kernel's HZ
 config, ``kernel_hz``) and a minimum RTO (TCP_BPF_RTO_MIN, which 6.18 takes only up to 200 ms);
 0 leaves either to the kernel.
 
+With ``sto_log=PATH`` the program's timeout log (each socket's ISN, RTOs, ssthresh changes and
+recoveries: BPF_SOCK_OPS_RTO_CB and friends) is written there when the clamp closes, and
+``events()`` reads it back (kernel/sto.py turns it into per-RTO rows).
+
 The S1 middleware uses the same object to move caps while flows run. Kernel semantics (Linux
 6.18, net/core/filter.c bpf_sol_tcp_setsockopt): the call sets ``snd_cwnd_clamp`` and also
 ``snd_ssthresh`` to the cap, so it is applied once per socket per value, at establishment or on
@@ -131,7 +135,8 @@ class CwndClamp:
     """One running ``cclab-cwnd-clamp`` on its own cgroup; a context manager."""
 
     def __init__(self, name: str, caps: dict[int, int] | None = None, *, binary: Path | None = None,
-                 ready_timeout_s: float = 10.0, rtos: dict[int, tuple[float, float]] | None = None) -> None:
+                 ready_timeout_s: float = 10.0, rtos: dict[int, tuple[float, float]] | None = None,
+                 sto_log: Path | None = None) -> None:
         if not name or not all(c.isalnum() or c in "-_" for c in name):
             raise ValueError(f"CwndClamp name must be letters, digits, '-' or '_', got {name!r}")
         for port, cap in (caps or {}).items():
@@ -144,6 +149,7 @@ class CwndClamp:
         self.name = name
         self.initial = dict(caps or {})
         self.rtos = dict(rtos or {})
+        self.sto_log = sto_log
         self.binary = binary
         self.ready_timeout_s = ready_timeout_s
         self.cgroup: Path | None = None
@@ -170,6 +176,8 @@ class CwndClamp:
                 raise ClampError("an initial RTO is given in jiffies, and this kernel's CONFIG_HZ is not in "
                                  "/proc/config.gz or /boot/config-<release>")
             args += ["--hz", str(hz)]
+        if self.sto_log is not None:
+            args += ["--sto-log", str(self.sto_log)]
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True)
         line = self._read_line(self.ready_timeout_s)
@@ -213,6 +221,12 @@ class CwndClamp:
             self.final_status = _status(json.loads(line))
         self._remove_cgroup()
         return self.final_status
+
+    def events(self) -> list[dict[str, Any]]:
+        """The timeout log written at close (``sto_log``), oldest first; [] without one."""
+        if self.sto_log is None or not Path(self.sto_log).exists():
+            return []
+        return [json.loads(x) for x in Path(self.sto_log).read_text().splitlines() if x.strip()]
 
     def __enter__(self) -> CwndClamp:
         return self.start()

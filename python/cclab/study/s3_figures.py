@@ -101,24 +101,19 @@ def unneeded_retrans(conns: pd.DataFrame, stem: Path) -> Path:
     return _save(fig, stem)
 
 
-def one_sto_throughput(conns: pd.DataFrame, stem: Path) -> Path:
+def one_sto_throughput(pooled: pd.DataFrame, stem: Path) -> Path:
     """Fig. 8: goodput of connections with exactly one STO, mean and 95 % interval, per content
-    size, with and without F-RTO+Eifel (every mobility class and RTO profile pooled)."""
-    from scipy.stats import t as student_t
-
-    sizes, d = _by_size(conns)
-    d = d[d["sto_count"] == 1]
+    size, with and without F-RTO+Eifel (``pooled``: s3.one_sto_goodput's table, every mobility
+    class and RTO profile pooled; the paper table's gain is read from the same table)."""
+    sizes = list(dict.fromkeys(pooled["size"]))
     x = np.arange(len(sizes))
     fig, ax = plt.subplots(figsize=(6.4, 4), dpi=110)
     for k, det in enumerate(["none", "frto+eifel"]):
-        means, errs, ns = [], [], []
-        for s in sizes:
-            v = d[(d["detection"] == det) & (d["size"] == s)]["goodput_bps"].to_numpy(float) / 1e3
-            means.append(v.mean() if v.size else np.nan)
-            errs.append(student_t.ppf(0.975, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else 0.0)
-            ns.append(v.size)
+        h = pooled[pooled["detection"] == det].set_index("size").reindex(sizes)
+        means = h["one_sto_goodput_kbps"].to_numpy(float)
+        errs = np.nan_to_num(h["one_sto_goodput_ci95_high"].to_numpy(float) - means)
         ax.bar(x + (k - 0.5) * 0.38, means, 0.38, yerr=errs, capsize=3, color=f"C{k}", label=f"cclab, {_DET[det]}")
-        for i, n in enumerate(ns):
+        for i, n in enumerate(h["one_sto_connections"].fillna(0).astype(int)):
             ax.annotate(f"n={n}", (i + (k - 0.5) * 0.38, 0), ha="center", va="bottom", fontsize=6)
     ax.set_xticks(x, sizes)
     ax.set(xlabel="content size", ylabel="goodput (kbit/s)")
@@ -192,7 +187,8 @@ def parity(t: pd.DataFrame, stem: Path) -> Path:
 
 
 def draw_all(fig_dir: Path, rto: pd.DataFrame, conns: pd.DataFrame, per_mb: pd.DataFrame, model: pd.DataFrame,
-             traces: dict[tuple[str, str, str], pd.DataFrame], parity_t: pd.DataFrame | None = None) -> dict[str, Path]:
+             traces: dict[tuple[str, str, str], pd.DataFrame], parity_t: pd.DataFrame | None = None,
+             one_sto: pd.DataFrame | None = None) -> dict[str, Path]:
     """Every S3 figure that has data; name -> PNG path, in report order."""
     out: dict[str, Path] = {}
     if len(rto):
@@ -201,7 +197,8 @@ def draw_all(fig_dir: Path, rto: pd.DataFrame, conns: pd.DataFrame, per_mb: pd.D
     if len(det) and "sto_count" in det:
         out["sto_per_mb"] = sto_per_mb(per_mb, fig_dir / "sto_per_mb")
         out["unneeded_retrans"] = unneeded_retrans(conns, fig_dir / "unneeded_retrans")
-        out["one_sto_throughput"] = one_sto_throughput(conns, fig_dir / "one_sto_throughput")
+        if one_sto is not None and len(one_sto):
+            out["one_sto_throughput"] = one_sto_throughput(one_sto, fig_dir / "one_sto_throughput")
     if len(model):
         out["model_vs_sim"] = model_vs_sim(model, fig_dir / "model_vs_sim")
     if traces:

@@ -22,7 +22,9 @@ _CAPTIONS = {
     "unneeded_retrans": "Unneeded retransmissions (segments the receiver got twice) per spurious timeout, per content "
                         "size; n is the number of STOs. Crosses: the paper's Fig. 7.",
     "one_sto_throughput": "Goodput of the connections that had exactly one spurious timeout, mean and 95 % interval; n "
-                          "is the number of connections.",
+                          "is the number of connections, pooled over every mobility class and both RTO profiles. The "
+                          "paper table's throughput gain is read from these same pooled means "
+                          "(tables/one_sto_goodput.csv).",
     "model_vs_sim": "The 300 kB transfer of section 5 (384/64 kbit/s, RTT 300 ms, cwnd capped at the BDP of 10 "
                     "packets, initial window 3) with one delay spike when cwnd is w0, c/2 or c: simulated goodput "
                     "(bars) beside eq. (5)-(10) (marks). Left: cwnd grows per ACK as the paper's model (r = 1.5 with "
@@ -129,7 +131,8 @@ def write_s3_report(res: Any) -> Path:
                   f"({cfg.parity_spike[1]:g} s at {cfg.parity_spike[0]:g} s), Linux's RTO and undo, F-RTO on and off, "
                   "run by the simulator and by this machine's kernel through cclab-link; means over the "
                   "repetitions. On the kernel, STOs and unneeded retransmissions come from cclab-link's record of what "
-                  "it forwarded and dropped, the rest from TCP_INFO and the namespace's counters.</p>",
+                  "it forwarded and dropped, joined per RTO with the BPF sock_ops program's log of the kernel's "
+                  "timeouts and undos; the rest from TCP_INFO.</p>",
                   _table(res.parity)]
         if "parity" in res.figures:
             parts.append(_figure(res.figures["parity"], "Simulator against kernel per size and F-RTO setting."))

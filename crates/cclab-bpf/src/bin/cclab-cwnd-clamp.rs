@@ -10,12 +10,18 @@
 //!                         "rtos": {"PORT": [INITIAL_JIFFIES, MIN_US]}, "rto_counts": {...}}
 //! and answers each with one JSON line ({"ok": true} or {"error": "..."}). On end of input it
 //! prints a last status line and detaches. Killing it also detaches (BPF link).
+//!
+//! With `--sto-log PATH` it keeps the program's timeout log (every socket's ISN, RTOs,
+//! snd_ssthresh changes and recoveries; see the BPF program's header) and writes it at the
+//! end, before the last status line, as JSON lines: {"t_ns", "cookie", "kind", "local_port",
+//! "remote_port", "snd_una", "snd_nxt", "snd_cwnd", "snd_ssthresh", "arg0", "arg1", "state",
+//! "packets_out"}, oldest first.
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cclab_bpf::{ms_to_jiffies, CwndClamp, RtoSetting};
+use cclab_bpf::{ms_to_jiffies, CwndClamp, RtoSetting, StoEvent};
 use clap::Parser;
 use serde_json::json;
 
@@ -41,6 +47,24 @@ struct Args {
     /// The kernel's HZ (CONFIG_HZ): initial RTOs are jiffies. Needed with an initial RTO.
     #[arg(long)]
     hz: Option<u32>,
+    /// Write the timeout log here at the end (JSON lines).
+    #[arg(long, value_name = "PATH")]
+    sto_log: Option<PathBuf>,
+}
+
+fn event_json(e: &StoEvent) -> serde_json::Value {
+    json!({"t_ns": e.t_ns, "cookie": e.cookie, "kind": e.kind_name(), "local_port": e.local_port,
+           "remote_port": e.remote_port, "snd_una": e.snd_una, "snd_nxt": e.snd_nxt,
+           "snd_cwnd": e.snd_cwnd, "snd_ssthresh": e.snd_ssthresh, "arg0": e.arg0, "arg1": e.arg1,
+           "state": e.state, "packets_out": e.packets_out})
+}
+
+fn write_log(path: &std::path::Path, events: &[StoEvent]) -> std::io::Result<()> {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for e in events {
+        writeln!(f, "{}", event_json(e))?;
+    }
+    f.flush()
 }
 
 fn parse_ms(s: &str, what: &str) -> Result<f64, String> {
@@ -89,7 +113,8 @@ fn status(c: &CwndClamp) -> serde_json::Value {
         .collect();
     let n = c.rto_counts();
     json!({"caps": caps, "applied": c.applied(), "rtos": rtos,
-           "rto_counts": {"initial_replied": n.initial_replied, "min_set": n.min_set, "min_refused": n.min_refused}})
+           "rto_counts": {"initial_replied": n.initial_replied, "min_set": n.min_set, "min_refused": n.min_refused,
+                          "sto_events_lost": n.sto_events_lost}})
 }
 
 fn command(c: &mut CwndClamp, line: &str, hz: Option<u32>) -> Result<serde_json::Value, String> {
@@ -149,14 +174,28 @@ fn main() -> ExitCode {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{}", json!({"ready": true}));
     let _ = out.flush();
+    // The log is drained on every command too, so a long run does not fill the ring buffer.
+    let mut log: Vec<StoEvent> = Vec::new();
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };
+        if args.sto_log.is_some() {
+            log.extend(clamp.sto_events());
+        }
         if line.trim().is_empty() {
             continue;
         }
         let reply = command(&mut clamp, &line, args.hz).unwrap_or_else(|e| json!({"error": e}));
         let _ = writeln!(out, "{reply}");
         let _ = out.flush();
+    }
+    if let Some(path) = &args.sto_log {
+        log.extend(clamp.sto_events());
+        if let Err(e) = write_log(path, &log) {
+            eprintln!(
+                "cclab-cwnd-clamp: writing the timeout log {}: {e}",
+                path.display()
+            );
+        }
     }
     let _ = writeln!(out, "{}", status(&clamp));
     ExitCode::SUCCESS
