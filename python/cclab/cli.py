@@ -285,6 +285,7 @@ def presets() -> None:
 
 from .cli_infer import infer as _infer  # noqa: E402
 from .cli_kernel import compare as _compare  # noqa: E402
+from .cli_kernel import fidelity as _fidelity  # noqa: E402
 from .cli_kernel import kernel as _kernel  # noqa: E402
 from .cli_study import study as _study  # noqa: E402
 from .cli_sweep import sweep as _sweep  # noqa: E402
@@ -294,6 +295,7 @@ cli.add_command(_study)
 cli.add_command(_sweep)
 cli.add_command(_kernel)
 cli.add_command(_compare)
+cli.add_command(_fidelity)
 
 
 def main() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 
 import click
@@ -138,3 +139,60 @@ def monitor_cmd(duration_s: float, interval_ms: float, sport: int | None, dport:
     else:
         df.to_csv(out_path, index=False)
     out.print(f"{len(df)} samples of {df['flow'].nunique() if len(df) else 0} socket(s) -> {out_path}")
+
+
+@click.command(
+    epilog="""\b
+Examples:
+  sudo cclab fidelity --quick                 # three 10 s cases, about a minute
+  sudo cclab fidelity -o out/fidelity         # the whole grid (40 cases, about 30 min per seed)
+  sudo cclab fidelity --case cubic-100ms-deep --case reno-10ms-loss1e-3 --seeds 3
+"""
+)
+@click.option("--quick", is_flag=True, help="Three short cases (the test suite's).")
+@click.option("--case", "cases", multiple=True, metavar="NAME", help="Only these cases; repeatable.")
+@click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True, help="Seeds 1..N per case.")
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), default="out/fidelity", show_default=True,
+              help="fidelity.csv/.parquet and fidelity_cwnd.png go here.")
+def fidelity(quick: bool, cases: tuple[str, ...], seeds: int, out_dir: str) -> None:
+    """The simulator against the kernel on a grid of paired scenarios (root): per case and flow,
+    goodput, retransmissions, RTOs, the slow-start exit, mean cwnd, completion time and CUBIC's
+    fit, each with its error and target (docs/design.md, "Fidelity")."""
+    from pathlib import Path
+
+    from rich.table import Table
+
+    from .fidelity import TARGETS, grid, run_fidelity
+    from .kernel.netns import KernelUnavailable, require_root
+
+    chosen = grid(quick=quick)
+    if cases:
+        known = {c.name for c in grid()} | {c.name for c in grid(quick=True)}
+        bad = [c for c in cases if c not in known]
+        if bad:
+            err.print(f"[bold red]error:[/] --case: {', '.join(bad)} is not a case: one of {', '.join(sorted(known))}")
+            sys.exit(2)
+        chosen = [c for c in grid() + grid(quick=True) if c.name in cases]
+        chosen = list({c.name: c for c in chosen}.values())
+    try:
+        require_root()
+    except KernelUnavailable as e:
+        err.print(f"[bold red]error:[/] {e}", highlight=False)
+        sys.exit(2)
+    with err.status("") as status:
+        table = run_fidelity(chosen, list(range(1, seeds + 1)), Path(out_dir),
+                             progress=lambda what: status.update(f"fidelity: {what}"))
+    t = Table(title=f"simulator vs kernel, paired ({len(chosen)} case(s) x {seeds} seed(s)); targets: "
+                    + ", ".join(f"{k} {v:g}" for k, v in TARGETS.items()))
+    for col in ("case", "seed", "flow", "metric", "simulator", "kernel", "error", "target"):
+        t.add_column(col)
+    for _, r in table.iterrows():
+        met = r["target_met"]
+        mark = "" if met is None or (isinstance(met, float) and math.isnan(met)) else ("[green]met" if met else "[red]missed")
+        t.add_row(r["case"], str(r["seed"]), str(r["flow"]), r["metric"], f"{r['simulator']:.4g}", f"{r['kernel']:.4g}",
+                  f"{r['error']:+.3f}" if r["error"] == r["error"] else "", mark)
+    out.print(t)
+    failed = table[table["metric"] == "error"]
+    for _, r in failed.iterrows():
+        err.print(f"[bold red]{r['case']} seed {r['seed']} failed:[/] {r.get('message', '')}", highlight=False)
+    out.print(f"-> {out_dir}/fidelity.csv, {out_dir}/fidelity_cwnd.png")

@@ -1,0 +1,238 @@
+"""``cclab fidelity``: the simulator against the kernel on a shipped grid of paired scenarios
+(issue 13, "the kernel's twin"; docs/design.md, "Fidelity").
+
+Each case runs first on the kernel (root: namespaces behind cclab-link), then on the simulator
+paired with that kernel run: the same seed (cclab-link draws the same loss decisions per
+packet), the kernel's tick grid (``[sim] jiffies_at_zero`` and ``tick_phase_us`` from the run's
+``kernel_clock``, so TCP's timers land on the kernel's timer-wheel buckets) and each flow's
+start at the moment the kernel's sender called connect() (``connect_s``). Per flow it compares
+goodput, retransmissions, RTOs, the slow-start exit (the first ssthresh, and when), mean cwnd,
+a transfer's completion time and, for CUBIC with losses, the fitted c and beta; each against
+its target (``TARGETS``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Case", "TARGETS", "grid", "paired", "compare_case", "run_fidelity"]
+
+#: Targets (issue 13 part 4): relative error for goodput, the slow-start exit window and
+#: completion time; relative error of CUBIC's c; absolute error of beta.
+TARGETS = {"goodput": 0.05, "ss_exit_pkts": 0.10, "completion_s": 0.05, "cubic_c": 0.05, "cubic_beta": 0.02}
+
+_RATE_BPS = 20_000_000
+_MSS = 1448
+
+
+@dataclass(frozen=True)
+class Case:
+    """One paired scenario: ``name``, the scenario dict, and what it is for."""
+
+    name: str
+    scenario: dict[str, Any]
+    #: "bulk" (goodput over the run), "transfer" (a fixed size: completion time) or "shared"
+    #: (two flows on one bottleneck).
+    kind: str = "bulk"
+
+
+def _bdp_pkts(rtt_ms: float) -> int:
+    return max(1, round(_RATE_BPS * rtt_ms / 1e3 / 8 / (_MSS + 52)))
+
+
+def _path(name: str, cc: str, rtt_ms: float, queue_pkts: int, loss: float, duration_s: float,
+          **flow: Any) -> dict[str, Any]:
+    bottleneck: dict[str, Any] = {"rate_bps": _RATE_BPS, "delay_ms": rtt_ms / 2, "queue_pkts": queue_pkts}
+    if loss:
+        bottleneck["loss"] = loss
+    return {"name": name, "duration_s": duration_s, "bottleneck": bottleneck,
+            "sim": {"trace": "interval", "trace_interval_ms": 10},
+            "flows": [{"name": cc, "cc": cc, "mss_bytes": _MSS, **flow}]}
+
+
+def grid(quick: bool = False) -> list[Case]:
+    """The shipped grid: Reno, CUBIC and BBR over 20 Mbit/s at RTT 10, 100 and 550 ms, with a
+    deep buffer (2 BDP) lossless, a shallow one (BDP/4) lossless, and random loss 1e-4 and 1e-3
+    (deep buffer); plus a window cap, two CUBIC flows sharing the bottleneck, and 300 kB and
+    2 MB transfers. ``quick``: three 10 s cases for the test suite."""
+    if quick:
+        return [Case("cubic-100ms-deep", _path("cubic-100ms-deep", "cubic", 100, 2 * _bdp_pkts(100), 0, 10)),
+                Case("reno-10ms-loss1e-3", _path("reno-10ms-loss1e-3", "reno", 10, 2 * _bdp_pkts(10) + 20, 1e-3, 10)),
+                Case("cubic-100ms-300KB", _path("cubic-100ms-300KB", "cubic", 100, 2 * _bdp_pkts(100), 0, 5,
+                                                size_bytes=300_000), "transfer")]
+    cases = []
+    for cc in ("reno", "cubic", "bbr"):
+        for rtt in (10, 100, 550):
+            bdp = _bdp_pkts(rtt)
+            dur = 60 if rtt == 550 else 30
+            for label, q, loss in (("deep", 2 * bdp + 20, 0.0), ("shallow", max(10, bdp // 4), 0.0),
+                                   ("loss1e-4", 2 * bdp + 20, 1e-4), ("loss1e-3", 2 * bdp + 20, 1e-3)):
+                name = f"{cc}-{rtt}ms-{label}"
+                cases.append(Case(name, _path(name, cc, rtt, q, loss, dur)))
+    deep100 = 2 * _bdp_pkts(100) + 20
+    cases.append(Case("cubic-100ms-cap50", _path("cubic-100ms-cap50", "cubic", 100, deep100, 1e-4, 30,
+                                                 max_cwnd_pkts=50)))
+    two = _path("cubic-100ms-two-flows", "cubic", 100, deep100, 1e-4, 60)
+    two["flows"] = [{"name": "first", "cc": "cubic", "mss_bytes": _MSS},
+                    {"name": "second", "cc": "cubic", "mss_bytes": _MSS, "start_s": 5.0}]
+    cases.append(Case("cubic-100ms-two-flows", two, "shared"))
+    for size in (300_000, 2_000_000):
+        name = f"cubic-100ms-{size // 1000}KB" if size < 1_000_000 else f"cubic-100ms-{size // 1_000_000}MB"
+        d = _path(name, "cubic", 100, deep100, 0.0, 10, size_bytes=size)
+        d["sim"]["trace_interval_ms"] = 2
+        cases.append(Case(name, d, "transfer"))
+    return cases
+
+
+def paired(scenario: dict[str, Any], kernel_summary: dict[str, Any]) -> dict[str, Any]:
+    """``scenario`` for the simulator, paired with a kernel run of it: the kernel's tick grid and
+    each flow's connect() time (the seed is the scenario's own)."""
+    d = {**scenario, "sim": dict(scenario.get("sim", {})), "flows": [dict(f) for f in scenario["flows"]]}
+    clock = kernel_summary.get("kernel_clock")
+    if clock:
+        d["sim"].update(kernel_hz=clock["hz"], jiffies_at_zero=clock["jiffies_at_zero"],
+                        tick_phase_us=clock["tick_phase_us"])
+    for f, k in zip(d["flows"], kernel_summary["flows"]):
+        if k.get("connect_s") is not None:
+            f["start_s"] = float(k["connect_s"])
+    return d
+
+
+def _ss_exit(flows: pd.DataFrame) -> tuple[float, float]:
+    """The first finite ssthresh (packets) and when it appeared: slow start's exit."""
+    ss = pd.to_numeric(flows["ssthresh_pkts"], errors="coerce").astype(float)
+    hit = flows[(ss > 0) & (ss < 1e6)]
+    if hit.empty:
+        return (math.nan, math.nan)
+    return (float(pd.to_numeric(hit["ssthresh_pkts"]).iloc[0]), float(hit["t_s"].iloc[0]))
+
+
+def _completion_s(flows: pd.DataFrame, size: int) -> float:
+    done = flows[pd.to_numeric(flows["delivered_bytes"], errors="coerce") >= size]
+    return float(done["t_s"].iloc[0]) if len(done) else math.nan
+
+
+def _cubic_fit(flows: pd.DataFrame) -> tuple[float, float]:
+    from .infer.cubic import estimate_cubic
+
+    try:
+        e = estimate_cubic(flows[["t_s", "cwnd_pkts"] + [c for c in ("srtt_ms", "ca_state") if c in flows]])
+    except (ValueError, KeyError):
+        return (math.nan, math.nan)
+    return (e.c.value if e.reliable else math.nan, e.beta.value)
+
+
+def _metrics(res: Any, flow: str, f_sum: dict[str, Any], sc_flow: dict[str, Any], loss: bool) -> dict[str, float]:
+    fl = res.flows[res.flows["flow"] == flow].sort_values("t_s")
+    exit_pkts, exit_s = _ss_exit(fl)
+    m = {"goodput_mbps": f_sum["goodput_bps"] / 1e6, "retrans_pkts": float(f_sum["retrans_pkts"]),
+         "rto_count": float(f_sum["rto_count"]), "ss_exit_pkts": exit_pkts, "ss_exit_s": exit_s}
+    if sc_flow.get("size_bytes"):
+        # A transfer: its time to the last byte; cwnd while it ran (the kernel's trace goes on
+        # sampling the idle socket after it).
+        m["completion_s"] = _completion_s(fl, int(sc_flow["size_bytes"]))
+        if math.isfinite(m["completion_s"]):
+            fl = fl[fl["t_s"] <= m["completion_s"]]
+    m["mean_cwnd_pkts"] = float(pd.to_numeric(fl["cwnd_pkts"]).mean()) if len(fl) else math.nan
+    if sc_flow["cc"] == "cubic" and loss:
+        m["cubic_c"], m["cubic_beta"] = _cubic_fit(fl)
+    return m
+
+
+def _error(metric: str, sim: float, ker: float) -> tuple[float, bool | None]:
+    """The error that metric's target is on (relative, or absolute for beta) and whether it is
+    met (None: no target or no value)."""
+    if not (math.isfinite(sim) and math.isfinite(ker)):
+        return (math.nan, None)
+    if metric == "cubic_beta":
+        err = sim - ker
+        return (err, abs(err) <= TARGETS[metric])
+    err = (sim - ker) / ker if ker else (0.0 if sim == ker else math.inf)
+    key = {"goodput_mbps": "goodput"}.get(metric, metric)
+    return (err, abs(err) <= TARGETS[key] if key in TARGETS else None)
+
+
+def compare_case(case: Case, seed: int = 1) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Run one case on the kernel, then paired on the simulator: one row per flow and metric
+    (simulator, kernel, error, target met), and both runs' cwnd traces for the figure."""
+    from .kernel.backend import run_kernel
+    from .scenario import load_scenario
+    from .sim import simulate
+
+    d = {**case.scenario, "seed": seed}
+    k = run_kernel(load_scenario(d))
+    s = simulate(load_scenario(paired(d, k.summary)))
+    loss = bool(d["bottleneck"].get("loss"))
+    rows = []
+    for sc_flow, fs, fk in zip(d["flows"], s.summary["flows"], k.summary["flows"]):
+        ms, mk = (_metrics(r, fs["flow"], f, sc_flow, loss) for r, f in ((s, fs), (k, fk)))
+        for metric in ms:
+            err, ok = _error(metric, ms[metric], mk[metric])
+            if metric == "goodput_mbps" and case.kind == "transfer":
+                ok = None  # the two backends time a transfer's goodput differently: completion_s is its target
+            rows.append({"case": case.name, "kind": case.kind, "seed": seed, "flow": fs["flow"], "metric": metric,
+                         "simulator": ms[metric], "kernel": mk[metric], "error": err, "target_met": ok})
+    traces = {"simulator": s.flows[["flow", "t_s", "cwnd_pkts"]], "kernel": k.flows[["flow", "t_s", "cwnd_pkts"]]}
+    return pd.DataFrame(rows), traces
+
+
+def _figure(traces: dict[str, dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    n = len(traces)
+    cols = min(3, n)
+    rows = math.ceil(n / cols)
+    fig = Figure(figsize=(5 * cols, 2.8 * rows), constrained_layout=True)
+    axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
+    for ax, (name, tr) in zip(axes, traces.items()):
+        for backend, style in (("kernel", {"color": "0.3", "lw": 1.2}), ("simulator", {"color": "C1", "lw": 0.9})):
+            df = tr[backend]
+            for flow, g in df.groupby("flow", observed=True):
+                ax.plot(g["t_s"], g["cwnd_pkts"], label=f"{backend} {flow}" if df["flow"].nunique() > 1 else backend,
+                        **style)
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel("cwnd (pkts)")
+        ax.legend(fontsize=7)
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    fig.savefig(path, dpi=110)
+
+
+def run_fidelity(cases: list[Case], seeds: list[int], out_dir: Path | None = None,
+                 progress: Callable[[str], None] | None = None) -> pd.DataFrame:
+    """Every case x seed; writes ``fidelity.csv``/``.parquet`` and ``fidelity_cwnd.png`` (the
+    first seed's cwnd, simulator over kernel, per case) into ``out_dir``. A case that fails on
+    either backend is reported in a row with ``metric = "error"`` and the others go on."""
+    frames, traces = [], {}
+    for case in cases:
+        for seed in seeds:
+            if progress:
+                progress(f"{case.name} seed {seed}")
+            try:
+                df, tr = compare_case(case, seed)
+            except Exception as e:  # noqa: BLE001 (a failed case is reported; the others run)
+                df = pd.DataFrame([{"case": case.name, "kind": case.kind, "seed": seed, "flow": "", "metric": "error",
+                                    "simulator": math.nan, "kernel": math.nan, "error": math.nan,
+                                    "target_met": False, "message": f"{type(e).__name__}: {e}"}])
+                tr = None
+            frames.append(df)
+            if tr is not None and case.name not in traces:
+                traces[case.name] = tr
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        table.to_csv(out_dir / "fidelity.csv", index=False)
+        table.astype({"target_met": "object"}).to_parquet(out_dir / "fidelity.parquet", index=False)
+        if traces:
+            _figure(traces, out_dir / "fidelity_cwnd.png")
+    return table

@@ -1,0 +1,69 @@
+"""``cclab fidelity`` (issue 13 part 3): the pairing and the error rules without root; the quick
+grid on both backends as root, with the targets its cases meet (docs/design.md, "Fidelity")."""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+
+import pytest
+
+from cclab.fidelity import TARGETS, _error, grid, paired, run_fidelity
+
+from .conftest import needs_core
+
+pytestmark = needs_core
+
+root_only = pytest.mark.skipif(
+    os.geteuid() != 0 or not os.path.exists("/dev/net/tun") or shutil.which("ip") is None,
+    reason="needs root, TUN and iproute2",
+)
+
+
+def test_a_paired_scenario_takes_the_kernels_tick_grid_and_connect_times() -> None:
+    sc = grid(quick=True)[0].scenario
+    k = {"kernel_clock": {"hz": 250, "jiffies_at_zero": 4_300_000_123, "tick_phase_us": 1234.5},
+         "flows": [{"connect_s": 0.0017}]}
+    p = paired(sc, k)
+    assert p["sim"]["jiffies_at_zero"] == 4_300_000_123 and p["sim"]["tick_phase_us"] == 1234.5
+    assert p["flows"][0]["start_s"] == 0.0017
+    assert "start_s" not in sc["flows"][0] and "jiffies_at_zero" not in sc["sim"]  # the case is left alone
+    # Without a kernel clock (not readable) only the connect times pair.
+    assert "jiffies_at_zero" not in paired(sc, {"flows": [{"connect_s": 0.001}]})["sim"]
+
+
+def test_errors_are_relative_but_betas_absolute() -> None:
+    assert _error("goodput_mbps", 10.4, 10.0) == (pytest.approx(0.04), True)
+    assert _error("goodput_mbps", 10.6, 10.0)[1] is False
+    assert _error("cubic_beta", 0.715, 0.70) == (pytest.approx(0.015), True)
+    assert _error("cubic_beta", 0.73, 0.70)[1] is False
+    assert _error("retrans_pkts", 12, 10)[1] is None  # no target
+    assert math.isnan(_error("ss_exit_pkts", math.nan, 10)[0])
+    assert set(TARGETS) == {"goodput", "ss_exit_pkts", "completion_s", "cubic_c", "cubic_beta"}
+
+
+def test_the_grid_covers_what_issue_13_asks() -> None:
+    names = [c.name for c in grid()]
+    assert len(names) == len(set(names))
+    for cc in ("reno", "cubic", "bbr"):
+        for rtt in (10, 100, 550):
+            for label in ("deep", "shallow", "loss1e-4", "loss1e-3"):
+                assert f"{cc}-{rtt}ms-{label}" in names
+    kinds = {c.kind for c in grid()}
+    assert kinds == {"bulk", "shared", "transfer"}
+
+
+@root_only
+def test_the_quick_grid_meets_its_targets(tmp_path) -> None:
+    t = run_fidelity(grid(quick=True), [1], tmp_path)
+    print(t.to_string())
+    assert not (t["metric"] == "error").any(), t[t["metric"] == "error"]
+    got = t.set_index(["case", "metric"])
+    # Goodput within 5 % on the bulk cases, the transfer's completion within 5 %.
+    for case in ("cubic-100ms-deep", "reno-10ms-loss1e-3"):
+        assert got.loc[(case, "goodput_mbps"), "target_met"] is True, got.loc[case]
+    assert got.loc[("cubic-100ms-300KB", "completion_s"), "target_met"] is True, got.loc["cubic-100ms-300KB"]
+    # Reno's slow-start exit (its first loss) within 10 %.
+    assert got.loc[("reno-10ms-loss1e-3", "ss_exit_pkts"), "target_met"] is True
+    assert (tmp_path / "fidelity.csv").exists() and (tmp_path / "fidelity_cwnd.png").stat().st_size > 10_000
