@@ -217,14 +217,27 @@ impl Sender {
 
 #[cfg(test)]
 mod tests {
-    use super::RtoMinMode;
+    use super::{RtoMinMode, RttGains};
     use crate::tcp::tests_support::Setup;
 
     /// RTO (ms) after each sample (ms), from a fresh estimator, at HZ 1000 (G = 1 ms).
     fn rtos(mode: RtoMinMode, rto_min_ms: u64, samples_ms: &[i64]) -> Vec<u32> {
+        rtos_with(mode, rto_min_ms, RttGains::PerSample, 0, samples_ms)
+    }
+
+    /// `rtos` with RFC 6298's gains and `packets_out` packets out while sampling.
+    fn rtos_with(
+        mode: RtoMinMode,
+        rto_min_ms: u64,
+        gains: RttGains,
+        packets_out: u32,
+        samples_ms: &[i64],
+    ) -> Vec<u32> {
         let mut s = Setup::default().sender();
         s.cfg.rto_min_mode = mode;
         s.cfg.rto_min_us = rto_min_ms * 1000;
+        s.cfg.rtt_gains = gains;
+        s.tp.packets_out = packets_out;
         s.tp.srtt_us = 0;
         samples_ms
             .iter()
@@ -266,22 +279,8 @@ mod tests {
     /// leave RTTVAR at 50 x 0.975^40 = 18.2 ms per window, against nothing per sample.
     #[test]
     fn per_window_gains_divide_each_step_by_the_samples_a_window_gives() {
-        use super::RttGains;
         let run = |gains: RttGains, samples: &[i64]| {
-            let mut s = Setup::default().sender();
-            s.cfg.rto_min_mode = RtoMinMode::Rfc6298;
-            s.cfg.rto_min_us = 1000;
-            s.cfg.rtt_gains = gains;
-            s.tp.srtt_us = 0;
-            s.tp.packets_out = 20;
-            samples
-                .iter()
-                .map(|&m| {
-                    s.rtt_estimator(m * 1000);
-                    s.set_rto();
-                    s.tp.icsk_rto_us / 1000
-                })
-                .collect::<Vec<u32>>()
+            rtos_with(RtoMinMode::Rfc6298, 1, gains, 20, samples)
         };
         assert_eq!(run(RttGains::PerWindow, &[100, 120]), [300, 298]);
         assert_eq!(run(RttGains::PerSample, &[100, 120]), [300, 273]);
