@@ -78,6 +78,11 @@ def add_mac_columns(runs: pd.DataFrame) -> pd.DataFrame:
     return runs.assign(**out)
 
 
+def _mean(g: pd.DataFrame, key: str) -> float:
+    x = pd.to_numeric(g[key], errors="coerce") if key in g else pd.Series(dtype=float)
+    return float(x.mean()) if x.notna().any() else float("nan")
+
+
 def stations_table(runs: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """One row per ``by`` group and station: the mean over the group's runs of the station's
     mean PHY rate (Mbit/s), collision probability, retry-limit drops and queue drops."""
@@ -86,14 +91,13 @@ def stations_table(runs: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     for keys, g in runs.groupby(by, sort=True):
         keys = keys if isinstance(keys, tuple) else (keys,)
         for node, lane in lanes.items():
-            rate = pd.to_numeric(g.get(f"{lane}.mac.mean_rate_bps"), errors="coerce")
-            if rate is None or rate.notna().sum() == 0:
+            key = f"{lane}.mac.mean_rate_bps"
+            rate = pd.to_numeric(g[key], errors="coerce") if key in g else pd.Series(dtype=float)
+            if rate.notna().sum() == 0:  # a station of a larger N than this group's
                 continue
-            def mean(key: str) -> float:
-                x = pd.to_numeric(g[key], errors="coerce") if key in g else pd.Series(dtype=float)
-                return float(x.mean()) if x.notna().any() else float("nan")
             rows.append(dict(zip(by, keys)) | {
                 "station": node, "runs": int(rate.notna().sum()), "rate_mbps": float(rate.mean()) / 1e6,
-                "collision_prob": mean(f"{lane}.mac.collision_prob"), "retry_drops": mean(f"{lane}.mac.retry_drops"),
-                "queue_drops_pkts": mean(f"{lane}.dropped_queue_full_pkts")})
+                "collision_prob": _mean(g, f"{lane}.mac.collision_prob"),
+                "retry_drops": _mean(g, f"{lane}.mac.retry_drops"),
+                "queue_drops_pkts": _mean(g, f"{lane}.dropped_queue_full_pkts")})
     return pd.DataFrame(rows)
