@@ -7,6 +7,9 @@ middleware.
 - Middleware (Figs. 5, 11, 12): N = 3 and 6, off / the S3.2 table / "before" / "improved" /
   "improved" switched on only above a terminal count (the paper's future work); total and
   per-terminal throughput, Jain's fairness index, and the paper's published gains beside ours.
+- The cell's MAC beside throughput (``s1_mac``): each station's mean PHY rate (the AP's and the
+  terminals'), the collision probability, retry-limit and AP queue drops, per grid point and per
+  station (``tables/stations``); the report says what differs from the paper with these numbers.
 - cwnd traces (Figs. 6-10): one run per variant at N = 6.
 - The collapse, explained: the paper's total falls with N, a full 802.11 model (ns-3) and the
   baseline here do not. Each ablation knob changes one mechanism (AP queue, the terminal's
