@@ -73,3 +73,17 @@ def test_a_wired_run_has_no_mac_and_no_mac_metrics(tmp_path: Path) -> None:
     assert not any("mac" in lane for lane in summary["links"])
     assert "attempts" not in output
     assert not any(k.startswith("mac_") for k in _metrics(type("Result", (), {"summary": summary})()))
+
+
+def test_the_sweep_row_has_every_station_s_counters(tmp_path: Path) -> None:
+    from cclab.study.sweep import station_metrics
+
+    summary, _ = _run("s1-phones-3", tmp_path, 2)
+    row = _metrics(type("Result", (), {"summary": summary})())
+    lanes = {lane["link"]: lane for lane in summary["links"] if lane.get("mac")}
+    assert set(lanes) == {"cell.t1", "cell.t2", "cell.t3", "cell.ap"}
+    for name, lane in lanes.items():
+        assert row[f"{name}.mac.mean_rate_bps"] == lane["mac"]["mean_rate_bps"] == 54e6
+        assert row[f"{name}.mac.attempts"] == lane["mac"]["attempts"] > 0
+        assert row[f"{name}.dropped_queue_full_pkts"] == lane["dropped_queue_full_pkts"]
+    assert station_metrics({"links": [{"link": "wan.fwd", "enqueued_pkts": 3}]}) == {}

@@ -23,12 +23,12 @@ def test_the_quick_study_produces_every_figure_and_table(tmp_path: Path) -> None
     out = tmp_path / "s1"
     res = CliRunner().invoke(cli, ["study", "s1", "--quick", "-o", str(out)])
     assert res.exit_code == 0, res.output
-    figs = ["fig4_scaling", "ablation"] + [f"{stem}_{rates}" for rates in ("none", "arf") for stem in (
+    figs = ["fig4_scaling", "mac_vs_n", "ablation"] + [f"{stem}_{rates}" for rates in ("none", "arf") for stem in (
         "fig5_11_total", "fig12_jain", "per_terminal", "fig6_10_cwnd_smartphone", "fig6_10_cwnd_tablet")]
     for fig in figs:
         assert (out / "figures" / f"{fig}.png").stat().st_size > 5000, fig
         assert (out / "figures" / f"{fig}.svg").is_file()
-    for table in ("scaling", "middleware", "ablation", "collapse", "compare_with_paper", "runs"):
+    for table in ("scaling", "middleware", "ablation", "collapse", "compare_with_paper", "runs", "stations"):
         assert (out / "tables" / f"{table}.csv").is_file(), table
     compare = pd.read_csv(out / "tables" / "compare_with_paper.csv")
     assert len(compare) == len(PAPER_GAINS)
@@ -37,8 +37,24 @@ def test_the_quick_study_produces_every_figure_and_table(tmp_path: Path) -> None
     assert list(collapse["ablation"]) == list(ABLATIONS)
     mw = pd.read_csv(out / "tables" / "middleware.csv")
     assert set(mw["variant"]) == set(MIDDLEWARE_VARIANTS)
+    # The cell's MAC beside throughput: a fixed-rate cell stays at 54 Mbit/s; ARF steps the AP down
+    # as collisions grow with N.
+    sc = pd.read_csv(out / "tables" / "scaling.csv").set_index(["rates", "terminal", "n_terminals"])
+    assert (sc.loc["none", "ap_rate_mbps_mean"] == 54.0).all()
+    assert (sc.loc["none", "terminal_rate_min_mbps_mean"] == 54.0).all()
+    for t in ("smartphone", "tablet"):
+        assert sc.loc[("arf", t, 6), "ap_rate_mbps_mean"] < sc.loc[("arf", t, 1), "ap_rate_mbps_mean"] - 10
+        assert sc.loc[("none", t, 6), "collision_prob_mean"] > sc.loc[("none", t, 1), "collision_prob_mean"]
+    assert (sc["retry_drops_mean"] >= 0).all() and (sc["ap_queue_drops_pkts_mean"] >= 0).all()
+    stations = pd.read_csv(out / "tables" / "stations.csv")
+    one = stations[(stations["part"] == "scaling") & (stations["rates"] == "none") & (stations["n_terminals"] == 6)
+                   & (stations["terminal"] == "smartphone")]
+    assert list(one["station"]) == ["ap", "t1", "t2", "t3", "t4", "t5", "t6"]
+    assert mw[mw["variant"] == "off"]["count_share_mean"].isna().all()
+    assert mw[mw["variant"] == "improved"]["count_share_mean"].between(0, 1).all()
     html = (out / "report.html").read_text()
-    for part in ("The paper beside cclab", "The collapse, explained by ablation", "Terminal classes", "data:image/png"):
+    for part in ("What differs from the paper, and why", "comes from rate adaptation", "AP rate Mbit/s",
+                 "Each station's PHY rate per variant", "The paper beside cclab", "The collapse, explained by ablation", "Terminal classes", "data:image/png"):
         assert part in html
     assert "paper vs cclab" in res.output
 
@@ -61,3 +77,24 @@ def test_a_failed_run_is_reported_and_the_others_finish(tmp_path: Path) -> None:
     assert "middleware.table" in " ".join(res.failures["error"])
     assert len(res.runs) == n_specs - 2
     assert (tmp_path / "s1" / "report.html").read_text().count("Failed runs") == 1
+
+
+def test_mac_columns_come_from_each_station_s_counters() -> None:
+    from cclab.study.s1_mac import add_mac_columns, stations_table
+
+    runs = pd.DataFrame([
+        {"n_terminals": 2, "cell.t1.mac.attempts": 100, "cell.t1.mac.collisions": 10, "cell.t1.mac.retry_drops": 1,
+         "cell.t1.mac.mean_rate_bps": 48e6, "cell.t2.mac.attempts": 300, "cell.t2.mac.collisions": 50,
+         "cell.t2.mac.retry_drops": 0, "cell.t2.mac.mean_rate_bps": 24e6, "cell.ap.mac.attempts": 100,
+         "cell.ap.mac.collisions": 40, "cell.ap.mac.collision_prob": 0.4, "cell.ap.mac.retry_drops": 2,
+         "cell.ap.mac.mean_rate_bps": 12e6, "cell.ap.dropped_queue_full_pkts": 7, "middleware_terminals_mean": 1.5},
+        {"n_terminals": 1},  # a run without counters (an old cache): NaN, not zeros
+    ])
+    r = add_mac_columns(runs)
+    a = r.iloc[0]
+    assert a["ap_rate_mbps"] == 12 and a["terminal_rate_mbps"] == 36 and a["terminal_rate_min_mbps"] == 24
+    assert a["collision_prob"] == pytest.approx(100 / 500) and a["ap_collision_prob"] == 0.4
+    assert a["retry_drops"] == 3 and a["ap_queue_drops_pkts"] == 7 and a["count_share"] == 0.75
+    assert r.iloc[1][["ap_rate_mbps", "collision_prob", "retry_drops", "ap_queue_drops_pkts"]].isna().all()
+    st = stations_table(r.assign(part="x"), ["part"])
+    assert list(st["station"]) == ["ap", "t1", "t2"] and list(st["rate_mbps"]) == [12, 48, 24]

@@ -33,6 +33,17 @@ struct Saturated {
     params: DcfParams,
     /// Mean data rate over every station's attempts, bit/s.
     mean_rate_bps: f64,
+    /// Per tenth of the run (batch means): (throughput bit/s, collision probability).
+    batches: Vec<(f64, f64)>,
+}
+
+/// The standard error of the mean of batch means, `sd / sqrt(k)`.
+fn batch_se(xs: impl Iterator<Item = f64>) -> f64 {
+    let xs: Vec<f64> = xs.collect();
+    let k = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / k;
+    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (k - 1.0);
+    (var / k).sqrt()
 }
 
 /// `n` stations (ports 1..=n) always backlogged with 1500 B packets to the access point
@@ -55,7 +66,18 @@ fn saturate(spec: DcfSpec, n: usize, seconds: u64, seed: u64) -> Saturated {
         offer(&mut c, 0, s);
     }
     let mut times = vec![];
+    // Cumulative (deliveries, attempts, collisions) at the end of each tenth of the run.
+    let totals = |c: &DcfCell<P>, delivered: usize| {
+        (1..=n).fold((delivered as u64, 0, 0), |(d, a, k), s| {
+            let m = c.station_stats(s);
+            (d, a + m.attempts, k + m.collisions)
+        })
+    };
+    let mut marks = vec![(0u64, 0u64, 0u64)];
     while let Some(t) = c.next_event_ns().filter(|&t| t <= end_ns) {
+        while t > marks.len() as u64 * end_ns / 10 {
+            marks.push(totals(&c, times.len()));
+        }
         while let Some(p) = c.pop_delivered(t) {
             times.push(t);
             offer(&mut c, t, p.from);
@@ -64,10 +86,19 @@ fn saturate(spec: DcfSpec, n: usize, seconds: u64, seed: u64) -> Saturated {
             offer(&mut c, t, d.pkt.from);
         }
     }
-    let (attempts, collisions) = (1..=n).fold((0, 0), |(a, k), s| {
-        let m = c.station_stats(s);
-        (a + m.attempts, k + m.collisions)
-    });
+    let (_, attempts, collisions) = totals(&c, times.len());
+    while marks.len() < 11 {
+        marks.push(totals(&c, times.len()));
+    }
+    let batch_s = seconds as f64 / 10.0;
+    let batches = marks
+        .windows(2)
+        .map(|w| {
+            let bits = (w[1].0 - w[0].0) as f64 * f64::from(PAYLOAD_BYTES) * 8.0;
+            let (a, k) = (w[1].1 - w[0].1, w[1].2 - w[0].2);
+            (bits / batch_s, k as f64 / a.max(1) as f64)
+        })
+        .collect();
     let mean_rate_bps = (1..=n)
         .map(|s| c.mean_rate_bps(s).unwrap_or(0.0) * c.station_stats(s).attempts as f64)
         .sum::<f64>()
@@ -78,6 +109,7 @@ fn saturate(spec: DcfSpec, n: usize, seconds: u64, seed: u64) -> Saturated {
         times,
         params: c.params().clone(),
         mean_rate_bps,
+        batches,
     }
 }
 
@@ -135,30 +167,41 @@ fn bianchi(params: &DcfParams, n: usize, rts: bool) -> (f64, f64) {
     (s, p)
 }
 
-/// Saturated cells of 1, 2, 5, 10, 20 stations against Bianchi: throughput within 3 %, the
-/// collision probability within 0.03. Bianchi assumes no retry limit: 1000 attempts here.
+/// Saturated cells of every N in 1..=20 against Bianchi: throughput within 3 %, the collision
+/// probability within 0.03 absolute. Bianchi assumes no retry limit: 1000 attempts here. The
+/// sampling error of each figure (batch means over tenths of the run) is printed beside it:
+/// at 100 s it is well below the tolerances, so a failure is the model's, not noise.
 fn check_bianchi(spec: DcfSpec, label: &str, seconds: u64) {
     let rts = spec.rts_threshold_bytes.is_some();
-    println!("{label}: n, simulated Mbit/s, Bianchi Mbit/s, error, simulated p, Bianchi p");
-    for n in [1, 2, 5, 10, 20] {
+    let mut lines = vec![format!(
+        "{label}: n, simulated Mbit/s (+- s.e.), Bianchi Mbit/s, error, simulated p (+- s.e.), Bianchi p"
+    )];
+    let mut failures = vec![];
+    for n in 1..=20 {
         let run = saturate(spec.clone(), n, seconds, 1);
         let (s, p) = bianchi(&run.params, n, rts);
         let err = run.throughput_bps / s - 1.0;
-        println!(
-            "{label}: {n:2} {:7.3} {:7.3} {:+6.2} % {:.4} {:.4}",
+        let se_bps = batch_se(run.batches.iter().map(|b| b.0));
+        let se_p = batch_se(run.batches.iter().map(|b| b.1));
+        lines.push(format!(
+            "| {label} | {n} | {:.3} +- {:.3} | {:.3} | {:+.2} % | {:.4} +- {:.4} | {:.4} |",
             run.throughput_bps / 1e6,
+            se_bps / 1e6,
             s / 1e6,
             100.0 * err,
             run.collision_p,
+            se_p,
             p
-        );
-        assert!(err.abs() < 0.03, "{label} n = {n}: throughput off by {err}");
-        assert!(
-            (run.collision_p - p).abs() < 0.03,
-            "{label} n = {n}: p {} against {p}",
-            run.collision_p
-        );
+        ));
+        if err.abs() >= 0.03 {
+            failures.push(format!("n = {n}: throughput off by {err}"));
+        }
+        if (run.collision_p - p).abs() >= 0.03 {
+            failures.push(format!("n = {n}: p {} against {p}", run.collision_p));
+        }
     }
+    println!("{}", lines.join("\n"));
+    assert!(failures.is_empty(), "{label}: {failures:?}");
 }
 
 fn large_retry_limit(standard: Standard) -> DcfSpec {

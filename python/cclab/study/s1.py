@@ -7,6 +7,9 @@ middleware.
 - Middleware (Figs. 5, 11, 12): N = 3 and 6, off / the S3.2 table / "before" / "improved" /
   "improved" switched on only above a terminal count (the paper's future work); total and
   per-terminal throughput, Jain's fairness index, and the paper's published gains beside ours.
+- The cell's MAC beside throughput (``s1_mac``): each station's mean PHY rate (the AP's and the
+  terminals'), the collision probability, retry-limit and AP queue drops, per grid point and per
+  station (``tables/stations``); the report says what differs from the paper with these numbers.
 - cwnd traces (Figs. 6-10): one run per variant at N = 6.
 - The collapse, explained: the paper's total falls with N, a full 802.11 model (ns-3) and the
   baseline here do not. Each ablation knob changes one mechanism (AP queue, the terminal's
@@ -27,6 +30,7 @@ import pandas as pd
 
 from .aggregate import aggregate, write_table
 from .grid import RunSpec, derive_seed
+from .s1_mac import MAC_RUN_METRICS, add_mac_columns, stations_table
 from .s1_scenarios import TERMINALS, s1_scenario
 from .sweep import SweepResult, run_sweep
 
@@ -202,6 +206,8 @@ class S1Result:
     scaling: pd.DataFrame
     middleware: pd.DataFrame
     ablation: pd.DataFrame
+    #: Per grid point and station of the cell: mean PHY rate, collision probability, drops.
+    stations: pd.DataFrame
     collapse: pd.DataFrame
     compare: pd.DataFrame
     figures: dict[str, Path]
@@ -250,8 +256,8 @@ def run_s1(out_dir: str | Path, cfg: S1Config, progress: Callable[[int, int], No
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     sweep = run_sweep(plan(cfg), out / "cache", cfg.jobs, cfg.executor, progress)
-    runs = _per_run(sweep.runs)
-    metrics = ["total_mbps", "jain"]
+    runs = add_mac_columns(_per_run(sweep.runs))
+    metrics = ["total_mbps", "jain", *MAC_RUN_METRICS]
     def agg(part: str, by: list[str]) -> pd.DataFrame:
         rows = runs[runs["part"] == part] if "part" in runs else runs.iloc[0:0]
         return aggregate(rows, by, metrics) if len(rows) else pd.DataFrame()
@@ -265,17 +271,21 @@ def run_s1(out_dir: str | Path, cfg: S1Config, progress: Callable[[int, int], No
     collapse = collapse_table(ablation) if len(ablation) else pd.DataFrame()
     compare = compare_with_paper(middleware) if len(middleware) else pd.DataFrame()
     per_terminal = runs[runs["part"] == "middleware"].drop(columns=["key"], errors="ignore")
+    grids = runs[runs["part"].isin(["scaling", "middleware"])] if "part" in runs else runs.iloc[0:0]
+    stations = stations_table(grids, ["part", "rates", "terminal", "n_terminals", "variant"]) if len(grids) else \
+        pd.DataFrame()
     tables = {
         "scaling": write_table(scaling, out / "tables" / "scaling"),
         "middleware": write_table(middleware, out / "tables" / "middleware"),
         "ablation": write_table(ablation, out / "tables" / "ablation"),
         "collapse": write_table(collapse, out / "tables" / "collapse"),
+        "stations": write_table(stations, out / "tables" / "stations"),
         "compare": write_table(compare, out / "tables" / "compare_with_paper"),
         "runs": write_table(runs.drop(columns=["key"], errors="ignore"), out / "tables" / "runs"),
     }
     figures = s1_figures.draw_all(out / "figures", scaling, middleware, ablation, per_terminal, sweep,
                                   runs[runs["part"] == "middleware"])
-    res = S1Result(cfg, out, runs, scaling, middleware, ablation, collapse, compare, figures, tables,
+    res = S1Result(cfg, out, runs, scaling, middleware, ablation, stations, collapse, compare, figures, tables,
                    sweep.failures, sweep, time.perf_counter() - t0)
     from .s1_report import write_s1_report
 

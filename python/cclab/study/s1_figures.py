@@ -1,4 +1,5 @@
-"""The S1 figures: total throughput vs N (paper Fig. 4), the middleware variants' totals (Figs. 5,
+"""The S1 figures: total throughput vs N (paper Fig. 4), the AP's PHY rate and the collision
+probability vs N (fixed rate against ARF), the middleware variants' totals (Figs. 5,
 11) and fairness (Fig. 12), per-terminal throughput, cwnd traces per variant (Figs. 6-10), and
 the ablation's total-vs-N curves. PNG and SVG each."""
 
@@ -41,6 +42,29 @@ def scaling(s: pd.DataFrame, stem: Path) -> Path:
     ax.set_title("S1 Fig. 4: total throughput vs N, middleware off (mean, 95 % CI)", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+    return _save(fig, stem)
+
+
+def mac_vs_n(s: pd.DataFrame, stem: Path) -> Path:
+    """The AP's mean PHY rate and the cell's collision probability against N, middleware off:
+    54 Mbit/s fixed (solid) against ARF (dashed), per terminal class."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.9), dpi=110)
+    for (rates, terminal), g in s.groupby(["rates", "terminal"]):
+        g = g.sort_values("n_terminals")
+        kw = dict(marker="o", ms=4, capsize=3, color=_COLOR.get(terminal), ls="-" if rates == "none" else "--",
+                  label=f"{terminal}s, {'54 Mbit/s fixed' if rates == 'none' else rates.upper()}")
+        for ax, m in zip(axes, ("ap_rate_mbps", "collision_prob")):
+            if f"{m}_mean" in g and g[f"{m}_mean"].notna().any():
+                ax.errorbar(g["n_terminals"], g[f"{m}_mean"], yerr=_err(g, m), **kw)
+    axes[0].set_ylabel("AP's mean PHY rate (Mbit/s)")
+    axes[0].set_ylim(0, 58)
+    axes[1].set_ylabel("collision probability per attempt (cell)")
+    axes[1].set_ylim(bottom=0)
+    for ax in axes:
+        ax.set_xlabel("terminals on the AP (N)")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.suptitle("S1: the AP's PHY rate and the cell's collisions vs N, middleware off (mean, 95 % CI)", fontsize=10)
     return _save(fig, stem)
 
 
@@ -140,6 +164,8 @@ def draw_all(fig_dir: Path, s: pd.DataFrame, mw: pd.DataFrame, ab: pd.DataFrame,
     out: dict[str, Path] = {}
     if len(s):
         out["fig4_scaling"] = scaling(s, fig_dir / "fig4_scaling")
+        if "ap_rate_mbps_mean" in s and s["ap_rate_mbps_mean"].notna().any():
+            out["mac_vs_n"] = mac_vs_n(s, fig_dir / "mac_vs_n")
     for rates in dict.fromkeys(mw["rates"]) if len(mw) else []:
         sub = mw[mw["rates"] == rates]
         label = "54 Mbit/s fixed" if rates == "none" else f"{rates.upper()} rate control"

@@ -7,7 +7,10 @@ import html
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from .report import _figure, _page_head, _table, _write_page
+from .s1_narrative import differences_html
 
 __all__ = ["write_s1_report"]
 
@@ -18,6 +21,10 @@ _CAPTIONS = {
                     "falls beyond.",
     "fig5_11_total": "Total throughput per middleware variant at N = 3 and 6 (paper Figs. 5 and 11): off, the S3.2 "
                      "table, \"before\", \"improved\", and \"improved\" switched on only above 3 terminals.",
+    "mac_vs_n": "The AP's mean PHY rate over its attempts (left) and the collision probability per attempt over "
+                "all the cell's stations (right) against N, middleware off; solid: 54 Mbit/s fixed, dashed: ARF. "
+                "ARF reads each collision as a bad channel and steps down, the AP (which carries every ACK) "
+                "among the first.",
     "fig12_jain": "Jain's fairness index f = (sum x)^2 / (k sum x^2) over the terminals' throughputs (paper Fig. 12).",
     "per_terminal": "Each terminal's throughput at the largest N, first repetition, per variant.",
     "ablation": "One mechanism changed per panel, total throughput against N (smartphones, middleware off); the grey "
@@ -51,6 +58,31 @@ def _collapse_text(res: Any) -> str:
     return "".join(parts)
 
 
+#: The report's compact tables: mean per grid point (the CSV tables have every statistic).
+_SHOWN = {"total_mbps_mean": "total Mbit/s", "jain_mean": "Jain", "ap_rate_mbps_mean": "AP rate Mbit/s",
+          "terminal_rate_mbps_mean": "terminal rate Mbit/s", "terminal_rate_min_mbps_mean": "slowest terminal Mbit/s",
+          "collision_prob_mean": "collision p", "retry_drops_mean": "retry-limit drops",
+          "ap_queue_drops_pkts_mean": "AP queue drops", "count_share_mean": "terminals heard / N"}
+
+
+def _compact(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    if df is None or df.empty:
+        return df
+    cols = [c for c in _SHOWN if c in df and df[c].notna().any()]
+    return df[[k for k in keys if k in df] + ["n", *cols]].rename(columns=_SHOWN)
+
+
+def _station_rates(stations: pd.DataFrame) -> pd.DataFrame:
+    """Each station's mean PHY rate per variant at the middleware grid's largest N (ARF if run)."""
+    mw = stations[stations["part"] == "middleware"] if stations is not None and len(stations) else None
+    if mw is None or mw.empty:
+        return pd.DataFrame()
+    rates = "arf" if "arf" in set(mw["rates"]) else str(mw["rates"].iloc[0])
+    sub = mw[(mw["rates"] == rates) & (mw["n_terminals"] == mw["n_terminals"].max())]
+    t = sub.pivot_table(index=["terminal", "station"], columns="variant", values="rate_mbps", sort=False)
+    return t[list(dict.fromkeys(sub["variant"]))].reset_index().rename_axis(columns=None)
+
+
 def write_s1_report(res: Any) -> Path:
     """Write ``res.out_dir/report.html`` for an S1 result."""
     from .. import __version__
@@ -78,18 +110,35 @@ def write_s1_report(res: Any) -> Path:
     parts += ["<h2>The paper beside cclab</h2>",
               "<p>The paper's published gains of the improved middleware over no middleware, and what this study "
               "measured (relative change of the mean total throughput or Jain's index).</p>", _table(res.compare)]
+    parts.append(differences_html(res))
     if "fig4_scaling" in res.figures:
-        parts += [_figure(res.figures["fig4_scaling"], _CAPTIONS["fig4_scaling"]), _table(res.scaling)]
+        parts += ["<h2>Total throughput and the cell's MAC against N</h2>",
+                  _figure(res.figures["fig4_scaling"], _CAPTIONS["fig4_scaling"])]
+    if "mac_vs_n" in res.figures:
+        parts.append(_figure(res.figures["mac_vs_n"], _CAPTIONS["mac_vs_n"]))
+    if len(res.scaling):
+        parts += ["<p>Per N, middleware off (means over the runs): total throughput; the PHY rate of the AP and of "
+                  "the terminals (the mean of each one's mean rate, and the slowest); the collision probability "
+                  "per attempt over the cell; frames dropped at the MAC retry limit; packets the AP's full queue "
+                  "refused. Every statistic is in <code>tables/scaling.csv</code>, each station's in "
+                  "<code>tables/stations.csv</code>.</p>",
+                  _table(_compact(res.scaling, ["rates", "terminal", "n_terminals"]))]
     for rates in dict.fromkeys(res.middleware["rates"]) if len(res.middleware) else []:
         parts.append(f"<h2>Middleware, {'54 Mbit/s fixed (the ns-3 setup)' if rates == 'none' else rates.upper() + ' rate control'}</h2>")
         for stem in ("fig5_11_total", "fig12_jain", "per_terminal"):
             if f"{stem}_{rates}" in res.figures:
                 parts.append(_figure(res.figures[f"{stem}_{rates}"], _CAPTIONS[stem]))
-        parts.append(_table(res.middleware[res.middleware["rates"] == rates]))
+        parts.append(_table(_compact(res.middleware[res.middleware["rates"] == rates],
+                                     ["terminal", "n_terminals", "variant"])))
         for name, path in res.figures.items():
             if name.startswith("fig6_10") and name.endswith(f"_{rates}"):
                 parts.append(_figure(path, "cwnd of every terminal per middleware variant at the largest N of the "
                                            "middleware grid (paper Figs. 6-10)."))
+    rates_tab = _station_rates(res.stations)
+    if len(rates_tab):
+        parts += ["<h3>Each station's PHY rate per variant</h3><p>Mean PHY rate (Mbit/s) of the AP and of each "
+                  "terminal at the middleware grid's largest N, per variant (ARF when it was run): clamping cwnd "
+                  "leaves fewer collisions, so ARF keeps higher rates.</p>", _table(rates_tab)]
     parts += ["<h2>The collapse, explained by ablation</h2>", _collapse_text(res)]
     if "ablation" in res.figures:
         parts.append(_figure(res.figures["ablation"], _CAPTIONS["ablation"]))

@@ -23,7 +23,7 @@ import pandas as pd
 from .executors import EXECUTORS, run_local, run_ray
 from .grid import RunSpec
 
-__all__ = ["run_sweep", "run_one", "SweepResult", "path_mac"]
+__all__ = ["run_sweep", "run_one", "SweepResult", "path_mac", "station_metrics"]
 
 #: Per-flow summary fields copied into a run's row.
 FLOW_METRICS = ("goodput_bps", "sent_pkts", "retrans_pkts", "rto_count", "fast_retransmit_count", "spurious_rto_count",
@@ -37,6 +37,12 @@ UDP_METRICS = ("loss", "send_rate_bps", "receive_rate_bps", "owd_p50_ms", "owd_p
 #: run's row: ``mac_residual_loss`` (mean over the hops of each sending station's residual loss),
 #: ``mac_residual_loss_max``, ``mac_collision_prob`` (mean over the hops).
 MAC_METRICS = ("mac_residual_loss", "mac_residual_loss_max", "mac_collision_prob")
+
+#: Per station of a medium with a MAC (each lane whose summary entry has ``mac``), copied into a
+#: run's row as ``<lane>.mac.<field>`` (summary.json's ``links[<lane>].mac.<field>``, e.g.
+#: ``cell.ap.mac.mean_rate_bps``) and ``<lane>.<field>`` for the lane's queue counters.
+STATION_MAC_METRICS = ("attempts", "collisions", "retry_drops", "collision_prob", "residual_loss", "mean_rate_bps")
+STATION_LANE_METRICS = ("enqueued_pkts", "dropped_queue_full_pkts")
 
 
 def link_lanes(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -80,6 +86,21 @@ def _mac_metrics(summary: dict[str, Any], flow: str) -> dict[str, Any]:
     return m
 
 
+def station_metrics(summary: dict[str, Any]) -> dict[str, Any]:
+    """Every MAC station's counters and rates (:data:`STATION_MAC_METRICS`) and its queue's
+    (:data:`STATION_LANE_METRICS`), keyed ``<lane>.mac.<field>`` and ``<lane>.<field>``; nothing
+    for a run without a MAC medium. Null figures (no attempt) are left out."""
+    m: dict[str, Any] = {}
+    for lane in link_lanes(summary):
+        mac = lane.get("mac")
+        if not isinstance(mac, dict) or not lane.get("link"):
+            continue
+        name = lane["link"]
+        m |= {f"{name}.mac.{k}": mac[k] for k in STATION_MAC_METRICS if mac.get(k) is not None}
+        m |= {f"{name}.{k}": lane[k] for k in STATION_LANE_METRICS if lane.get(k) is not None}
+    return m
+
+
 def _metrics(result: Any) -> dict[str, Any]:
     s = result.summary
     flows = s.get("flows", [])
@@ -90,6 +111,11 @@ def _metrics(result: Any) -> dict[str, Any]:
         if isinstance(f.get("udp"), dict):  # a UDP flow: its loss, rates and one-way delay
             m |= {f"{p}udp_{k}": f["udp"][k] for k in UDP_METRICS if f["udp"].get(k) is not None}
         m |= {p + k: v for k, v in _mac_metrics(s, f.get("flow", "")).items()}
+    m |= station_metrics(s)
+    mw = getattr(result, "middleware", None)
+    if isinstance(mw, pd.DataFrame) and len(mw) and "n" in mw:
+        # The middleware's steps and the mean count of terminals it heard at them.
+        m |= {"middleware_steps": len(mw), "middleware_terminals_mean": float(mw["n"].mean())}
     run = s.get("run", {})
     if isinstance(run, dict) and "jain_index" in run:
         m["jain_index"] = run["jain_index"]
