@@ -63,7 +63,10 @@ class Column:
 
         if self.kind == "category":
             codes = self.codes()
-            return pa.DictionaryArray.from_arrays(_numeric(codes, codes < 0), _strings(self.categories, pa.string()))
+            # No categories: pandas writes a null-typed dictionary (read back as a null column).
+            dictionary = (_strings(self.categories, pa.string()) if self.categories
+                          else pa.Array.from_buffers(pa.null(), 0, [None]))
+            return pa.DictionaryArray.from_arrays(_numeric(codes, codes < 0), dictionary)
         if self.kind == "nullable_int":
             return _numeric(self.values, self.mask)
         if self.kind == "string":
@@ -146,8 +149,8 @@ class Table:
     @classmethod
     def from_pandas(cls, df: "pd.DataFrame") -> "Table":
         """A DataFrame's columns to read (the figures of a kernel run): categories kept, ``Int64``
-        as a nullable integer, any other non-numeric column as categories in sorted order (as
-        ``groupby`` orders its keys)."""
+        as a nullable integer, strings (missing ones as ""), any other non-numeric column as
+        categories in sorted order (as ``groupby`` orders its keys)."""
         import pandas as pd
 
         cols = {}
@@ -156,6 +159,8 @@ class Table:
                 cols[str(name)] = Column.category(s.cat.codes.to_numpy(), [str(c) for c in s.cat.categories])
             elif isinstance(s.dtype, pd.Int64Dtype):
                 cols[str(name)] = Column.nullable_int(s.fillna(0).to_numpy(np.int64), s.isna().to_numpy())
+            elif isinstance(s.dtype, pd.StringDtype):
+                cols[str(name)] = Column.string(s.fillna("").tolist())
             elif pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype):
                 cols[str(name)] = Column(s.to_numpy())
             else:
