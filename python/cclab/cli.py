@@ -129,32 +129,47 @@ Examples:
               help="sim: the simulator; kernel: this machine's Linux TCP in namespaces (root).")
 def run(scenario: str, out_dir: str | None, seed: int | None, sets: tuple[str, ...], quiet: bool, backend: str) -> None:
     """Run SCENARIO (a .toml file or a shipped name) on the simulator or the kernel."""
-    from .scenario import load_scenario
-    from .sim import simulate
+    worker = None
+    if backend == "sim" and _figure_worker_enabled:
+        # Imports matplotlib while this process simulates (cclab/figure_worker.py).
+        from .figure_worker import FigureWorker
 
-    overrides = parse_set(sets)
-    if seed is not None:
-        overrides["seed"] = seed
+        worker = FigureWorker.start()
     try:
-        sc = load_scenario(scenario, **overrides)
-    except ScenarioError as e:
-        _user_error(str(e))
-    if backend == "kernel":
-        from .kernel.backend import run_kernel
-        from .kernel.netns import KernelUnavailable
+        from .scenario import load_scenario
+        from .sim import simulate
 
+        overrides = parse_set(sets)
+        if seed is not None:
+            overrides["seed"] = seed
         try:
-            res = run_kernel(sc)
-        except KernelUnavailable as e:
+            sc = load_scenario(scenario, **overrides)
+        except ScenarioError as e:
             _user_error(str(e))
-    else:
-        progress = _DelayedProgress(f"simulating {sc.name}", enabled=not quiet)
-        try:
-            res = simulate(sc, progress=progress)
-        finally:
-            progress.close()
-    target = Path(out_dir) if out_dir else Path("out") / sc.name
-    paths = res.write(target)
+        if backend == "kernel":
+            from .kernel.backend import run_kernel
+            from .kernel.netns import KernelUnavailable
+
+            try:
+                res = run_kernel(sc)
+            except KernelUnavailable as e:
+                _user_error(str(e))
+        else:
+            progress = _DelayedProgress(f"simulating {sc.name}", enabled=not quiet)
+            try:
+                res = simulate(sc, progress=progress)
+            finally:
+                progress.close()
+        target = Path(out_dir) if out_dir else Path("out") / sc.name
+        if worker is None:
+            paths = res.write(target)
+        else:
+            paths = res.write(target, figures=False)
+            drawn = worker.draw(res, target)
+            paths.update(drawn if drawn is not None else res.write_figures(target))
+    finally:
+        if worker is not None:
+            worker.cancel()
     # Where the kernel ran something close to, not exactly, the scenario (also in summary.json).
     for dev in res.summary.get("deviations", []):
         err.print(f"[yellow]warning:[/] kernel backend: {dev}", markup=True, highlight=False, soft_wrap=True)
@@ -296,8 +311,15 @@ cli.add_command(_kernel)
 cli.add_command(_compare)
 
 
+#: Whether ``cclab run`` draws its figures in a forked process (cclab/figure_worker.py): only
+#: in the ``cclab`` process itself (``main``), never inside a host program such as a test runner.
+_figure_worker_enabled = False
+
+
 def main() -> None:
     """Entry point: user errors exit 2 with a message, internal errors exit 1."""
+    global _figure_worker_enabled
+    _figure_worker_enabled = True
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:

@@ -230,11 +230,15 @@ class RunResult:
             self.middleware.to_parquet(paths["middleware"], index=False)
         paths["summary"].write_text(json.dumps(self.summary, indent=2, allow_nan=True) + "\n")
         if figures:
-            from .plots import plot_cwnd, plot_queue
-
-            paths["cwnd"] = plot_cwnd(self, out / "cwnd.png")
-            paths["queue"] = plot_queue(self, out / "queue.png")
+            paths.update(self.write_figures(out))
         return paths
+
+    def write_figures(self, out_dir: str | Path) -> dict[str, Path]:
+        """Draw cwnd.png and queue.png into ``out_dir`` (cclab/plots.py); return their paths."""
+        from .plots import plot_cwnd, plot_queue
+
+        out = Path(out_dir)
+        return {"cwnd": plot_cwnd(self, out / "cwnd.png"), "queue": plot_queue(self, out / "queue.png")}
 
 
 def _flow_means(flow_stats: list[dict[str, Any]], fnames: list[str], f: dict[str, Any]) -> list[dict[str, Any]]:
