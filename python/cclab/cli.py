@@ -161,11 +161,11 @@ def run(scenario: str, out_dir: str | None, seed: int | None, sets: tuple[str, .
             finally:
                 progress.close()
         target = Path(out_dir) if out_dir else Path("out") / sc.name
-        if worker is None:
-            paths = res.write(target)
-        else:
-            paths = res.write(target, figures=False)
-            drawn = worker.draw(res, target)
+        if worker is not None:
+            worker.send(res, target)  # the worker draws while this process writes the tables
+        paths = res.write(target, figures=worker is None)
+        if worker is not None:
+            drawn = worker.wait()
             paths.update(drawn if drawn is not None else res.write_figures(target))
     finally:
         if worker is not None:

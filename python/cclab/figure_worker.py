@@ -4,11 +4,12 @@ simulates.
 Of the command's second, importing matplotlib takes about 0.3 s and drawing cwnd.png and
 queue.png 0.2 s; loading the scenario, simulating and writing the tables about as long again.
 ``FigureWorker.start()`` forks when the command starts: the child imports matplotlib, then
-waits for the figures' data (``plots.figure_data``) on a pipe. ``draw`` sends the data once the
-tables are written and waits for the child to exit, so both files exist when the command
-returns. When the child cannot draw (or there is no ``fork``, or one CPU), ``draw`` returns None
-and the caller draws in-process, as ``RunResult.write`` does: the figures are the same either
-way (the same ``plots.draw``). ``cancel`` ends the child when the command stops early; a child
+waits for the figures' data (``plots.figure_data``) on a pipe. ``send`` hands it the data as
+soon as the run is simulated (the child draws while the command writes its tables); ``wait``
+waits for the child to exit, so both files exist when the command returns. When the child
+cannot draw (or there is no ``fork``, or one CPU), ``wait`` returns None and the caller draws
+in-process, as ``RunResult.write`` does: the figures are the same either way (the same
+``plots.draw``). ``cancel`` ends the child when the command stops early; a child
 whose parent died reads end-of-file and exits.
 """
 
@@ -18,6 +19,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,6 +38,8 @@ class FigureWorker:
     def __init__(self, pid: int, fd: int) -> None:
         self.pid: int | None = pid
         self.fd: int | None = fd
+        self.feeder: threading.Thread | None = None
+        self.paths: dict[str, Path] = {}
 
     @classmethod
     def start(cls) -> "FigureWorker | None":
@@ -56,30 +60,43 @@ class FigureWorker:
         os.close(r)
         return cls(pid, w)
 
-    def draw(self, result: "RunResult", out_dir: str | Path) -> dict[str, Path] | None:
-        """Have the child draw ``result``'s figures into ``out_dir`` and wait for it; the
-        paths, or None when it did not draw them all (the caller then draws them itself)."""
+    def send(self, result: "RunResult", out_dir: str | Path) -> None:
+        """Hand ``result``'s figures (into ``out_dir``, created here) to the child; returns at
+        once (a thread feeds the pipe while the child may still be importing), so this process
+        writes its tables while the child draws."""
         from .plots import figure_data
 
-        paths = {kind: Path(out_dir) / name for kind, name in FIGURES.items()}
-        payload = pickle.dumps((figure_data(result), {k: str(p) for k, p in paths.items()}),
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        self.paths = {kind: out / name for kind, name in FIGURES.items()}
+        payload = pickle.dumps((figure_data(result), {k: str(p) for k, p in self.paths.items()}),
                                protocol=pickle.HIGHEST_PROTOCOL)
         fd, self.fd = self.fd, None
-        try:
-            with os.fdopen(fd, "wb") as f:  # closing it is the child's end-of-file
-                f.write(payload)
-        except OSError:  # the child is gone (BrokenPipeError)
-            pass
+        assert fd is not None, "send() twice"
+
+        def feed() -> None:
+            try:
+                with os.fdopen(fd, "wb") as f:  # closing it is the child's end-of-file
+                    f.write(payload)
+            except OSError:  # the child is gone (BrokenPipeError): wait() tells
+                pass
+
+        self.feeder = threading.Thread(target=feed, name="cclab-figure-feeder", daemon=True)
+        self.feeder.start()
+
+    def wait(self) -> dict[str, Path] | None:
+        """Wait for the child; the figures' paths when it drew them all, None otherwise (the
+        caller then draws them itself)."""
+        if self.feeder is not None:
+            self.feeder.join()
         pid, self.pid = self.pid, None
-        assert pid is not None
+        if pid is None:
+            return None
         _, status = os.waitpid(pid, 0)
-        return paths if os.waitstatus_to_exitcode(status) == 0 else None
+        return self.paths if os.waitstatus_to_exitcode(status) == 0 else None
 
     def cancel(self) -> None:
         """End the child without drawing (the command stopped before its figures)."""
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
         if self.pid is not None:
             try:
                 os.kill(self.pid, signal.SIGKILL)  # it only holds matplotlib's import
@@ -87,6 +104,11 @@ class FigureWorker:
             except (ProcessLookupError, ChildProcessError):
                 pass
             self.pid = None
+        if self.feeder is not None:
+            self.feeder.join()  # its write ends with the child (BrokenPipeError)
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def _serve(fd: int) -> int:

@@ -34,12 +34,12 @@ def _in_process(tmp_path: Path) -> Path:
 @two_cpus
 def test_worker_draws_the_same_files(tmp_path: Path) -> None:
     before = ("import cclab.figure_worker as fw\n"
-              "draw = fw.FigureWorker.draw\n"
-              "def logged(self, *a):\n"
-              "    paths = draw(self, *a)\n"
+              "wait = fw.FigureWorker.wait\n"
+              "def logged(self):\n"
+              "    paths = wait(self)\n"
               "    open('drawn', 'w').write(str(paths is not None))\n"
               "    return paths\n"
-              "fw.FigureWorker.draw = logged")
+              "fw.FigureWorker.wait = logged")
     r = _cclab(tmp_path, "run", "s0-25ms", "--set", "duration_s=5", "-q", "-o", "w", before=before)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "drawn").read_text() == "True"  # by the worker, not the fallback
