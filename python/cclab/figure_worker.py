@@ -46,6 +46,9 @@ class FigureWorker:
         """Fork the worker; None where forking would not help (no ``os.fork``, one CPU)."""
         if not hasattr(os, "fork") or _cpus() < 2:
             return None
+        # Both processes need numpy: imported once, before the fork, not once in each.
+        import numpy  # noqa: F401
+
         r, w = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
