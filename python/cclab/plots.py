@@ -125,6 +125,9 @@ def _finish(fig: "Figure", ax: "Axes", ylabel: str, title: str, path: str | Path
     if len(ax.get_lines()):
         ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
+    # tight_layout leaves a placeholder layout engine, for which savefig would draw the figure
+    # once more (without rendering) before drawing it: the layout is done, so no engine.
+    fig.set_layout_engine(None)
     p = Path(path)
     fig.savefig(p)
     return p

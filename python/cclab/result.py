@@ -238,6 +238,7 @@ class RunResult:
         from .plots import plot_cwnd, plot_queue
 
         out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
         return {"cwnd": plot_cwnd(self, out / "cwnd.png"), "queue": plot_queue(self, out / "queue.png")}
 
 
