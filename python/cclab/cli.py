@@ -328,8 +328,11 @@ def _exit_without_teardown() -> NoReturn:
     import os
 
     atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (`cclab run ... | head -1`) or stream
+            pass
     os._exit(0)
 
 
