@@ -129,35 +129,52 @@ Examples:
               help="sim: the simulator; kernel: this machine's Linux TCP in namespaces (root).")
 def run(scenario: str, out_dir: str | None, seed: int | None, sets: tuple[str, ...], quiet: bool, backend: str) -> None:
     """Run SCENARIO (a .toml file or a shipped name) on the simulator or the kernel."""
-    from .scenario import load_scenario
-    from .sim import simulate
+    worker = None
+    if backend == "sim" and _figure_worker_enabled:
+        # Imports matplotlib while this process simulates (cclab/figure_worker.py).
+        from .figure_worker import FigureWorker
 
-    overrides = parse_set(sets)
-    if seed is not None:
-        overrides["seed"] = seed
+        worker = FigureWorker.start()
     try:
-        sc = load_scenario(scenario, **overrides)
-    except ScenarioError as e:
-        _user_error(str(e))
-    if backend == "kernel":
-        from .kernel.backend import run_kernel
-        from .kernel.netns import KernelUnavailable
+        from .scenario import load_scenario
+        from .sim import simulate
 
+        overrides = parse_set(sets)
+        if seed is not None:
+            overrides["seed"] = seed
         try:
-            res = run_kernel(sc)
-        except KernelUnavailable as e:
+            sc = load_scenario(scenario, **overrides)
+        except ScenarioError as e:
             _user_error(str(e))
-    else:
-        progress = _DelayedProgress(f"simulating {sc.name}", enabled=not quiet)
-        try:
-            res = simulate(sc, progress=progress)
-        finally:
-            progress.close()
-    target = Path(out_dir) if out_dir else Path("out") / sc.name
-    paths = res.write(target)
+        if backend == "kernel":
+            from .kernel.backend import run_kernel
+            from .kernel.netns import KernelUnavailable
+
+            try:
+                res = run_kernel(sc)
+            except KernelUnavailable as e:
+                _user_error(str(e))
+        else:
+            progress = _DelayedProgress(f"simulating {sc.name}", enabled=not quiet)
+            try:
+                res = simulate(sc, progress=progress)
+            finally:
+                progress.close()
+        target = Path(out_dir) if out_dir else Path("out") / sc.name
+        if worker is not None:
+            worker.send(res, target)  # the worker draws while this process writes the tables
+        paths = res.write(target, figures=worker is None)
+        if worker is not None:
+            drawn = worker.wait()
+            paths.update(drawn if drawn is not None else res.write_figures(target))
+    finally:
+        if worker is not None:
+            worker.cancel()
     # Where the kernel ran something close to, not exactly, the scenario (also in summary.json).
     for dev in res.summary.get("deviations", []):
         err.print(f"[yellow]warning:[/] kernel backend: {dev}", markup=True, highlight=False, soft_wrap=True)
+    global _exit_now
+    _exit_now = backend == "sim"  # every file is written and closed; no thread runs on
     if quiet:
         return
     t = Table(title=f"{sc.name} (seed {sc.seed}, {sc.duration_s:g} s, {backend})")
@@ -298,8 +315,33 @@ cli.add_command(_compare)
 cli.add_command(_fidelity)
 
 
+#: Whether ``cclab run`` draws its figures in a forked process (cclab/figure_worker.py): only
+#: in the ``cclab`` process itself (``main``), never inside a host program such as a test runner.
+_figure_worker_enabled = False
+#: Set by ``cclab run`` on the simulator once its files are written: ``main`` then ends the
+#: process without the interpreter's teardown of every module it imported (about 0.1 s of the
+#: command: pydantic, numpy, pyarrow).
+_exit_now = False
+
+
+def _exit_without_teardown() -> NoReturn:
+    """Exit 0 now: run the atexit handlers, flush stdout and stderr, then ``os._exit``."""
+    import atexit
+    import os
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (`cclab run ... | head -1`) or stream
+            pass
+    os._exit(0)
+
+
 def main() -> None:
     """Entry point: user errors exit 2 with a message, internal errors exit 1."""
+    global _figure_worker_enabled
+    _figure_worker_enabled = True
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:
@@ -321,3 +363,5 @@ def main() -> None:
     except Exception as e:  # noqa: BLE001 - last resort: never a traceback for users
         err.print(f"[bold red]internal error:[/] {type(e).__name__}: {e}\nPlease report this with the scenario file.")
         sys.exit(1)
+    if _exit_now:
+        _exit_without_teardown()
