@@ -28,10 +28,72 @@ impl ConfigError {
     }
 }
 
+/// The longest run, s (python/cclab/scenario.py MAX_DURATION_S): 10^6 s is beyond any study's
+/// runs, and every time within it fits the 64-bit nanosecond clock.
+pub const MAX_DURATION_S: f64 = 1e6;
+
 pub(crate) fn err(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
     ConfigError {
         field: field.into(),
         message: message.into(),
+    }
+}
+
+/// A serde_json error in a reader's words: no "at line 1 column 231", and an integer type's
+/// range instead of its Rust name ("invalid value: integer `4294967296`, expected u32" becomes
+/// "4294967296 is not accepted: a whole number from 0 to 4294967295").
+pub(crate) fn plain_json_error(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let text = match text.rfind(" at line ") {
+        Some(i) => &text[..i],
+        None => &text[..],
+    };
+    let range = |ty: &str| -> Option<String> {
+        Some(match ty {
+            "u8" => format!("a whole number from 0 to {}", u8::MAX),
+            "u16" => format!("a whole number from 0 to {}", u16::MAX),
+            "u32" => format!("a whole number from 0 to {}", u32::MAX),
+            "u64" | "usize" => format!("a whole number from 0 to {}", u64::MAX),
+            "i32" => format!("a whole number from {} to {}", i32::MIN, i32::MAX),
+            "i64" => format!("a whole number from {} to {}", i64::MIN, i64::MAX),
+            "f64" | "f32" => "a finite number".to_string(),
+            _ => return None,
+        })
+    };
+    // "invalid value: integer `X`, expected u32" / "invalid type: floating point `X`, expected u64"
+    for head in ["invalid value: ", "invalid type: "] {
+        if let Some(rest) = text.strip_prefix(head) {
+            if let Some((got, want)) = rest.rsplit_once(", expected ") {
+                let shown = match (got.find('`'), got.rfind('`')) {
+                    (Some(a), Some(b)) if b > a => got[a + 1..b].to_string(),
+                    _ => got.to_string(),
+                };
+                let want = range(want).unwrap_or_else(|| want.to_string());
+                return format!("{shown} is not accepted: {want}");
+            }
+        }
+    }
+    if let Some(rest) = text.strip_prefix("missing field `") {
+        return format!("required: {}", rest.trim_end_matches('`'));
+    }
+    if let Some(rest) = text.strip_prefix("unknown field `") {
+        if let Some((key, accepted)) = rest.split_once("`, expected ") {
+            return format!("unknown key {key:?}; accepted: {}", accepted.replace('`', ""));
+        }
+    }
+    if let Some(rest) = text.strip_prefix("unknown variant `") {
+        if let Some((v, accepted)) = rest.split_once("`, expected ") {
+            return format!("{v:?} is not accepted: {}", accepted.replace('`', ""));
+        }
+    }
+    match text {
+        "number out of range" => "the number is out of range".to_string(),
+        // serde_json reads no NaN or infinity: the writer put a bare token there.
+        "expected value" => "not a number or value the core reads (NaN and infinity are not accepted)".into(),
+        t if t.starts_with("lone ") || t.contains("surrogate") => {
+            "text that is not valid Unicode (an unpaired surrogate)".into()
+        }
+        t => t.to_string(),
     }
 }
 
@@ -419,9 +481,20 @@ impl Duplex {
 }
 
 impl Scenario {
-    /// Parse the normalised JSON; errors name the field serde stopped at.
+    /// Parse the normalised JSON; errors name the field serde stopped at (its path in the JSON,
+    /// `bottleneck.fwd.queue_pkts`, which front ends map to their own names) and say what is
+    /// accepted without JSON positions or Rust type names.
     pub fn from_json(text: &str) -> Result<Scenario, ConfigError> {
-        let s: Scenario = serde_json::from_str(text).map_err(|e| err("scenario", e.to_string()))?;
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let s: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let field = if path.is_empty() || path == "." {
+                "scenario".to_string()
+            } else {
+                path
+            };
+            err(field, plain_json_error(e.inner()))
+        })?;
         s.validate()?;
         Ok(s)
     }
@@ -435,10 +508,16 @@ impl Scenario {
 
     /// Every check but the network's: the fields one by one (what `lower` relies on).
     pub(crate) fn check_fields(&self) -> Result<(), ConfigError> {
-        if !(self.duration_s.is_finite() && self.duration_s > 0.0) {
+        if !(self.duration_s.is_finite()
+            && self.duration_s > 0.0
+            && self.duration_s <= MAX_DURATION_S)
+        {
             return Err(err(
                 "duration_s",
-                format!("{} is not accepted: a time > 0", self.duration_s),
+                format!(
+                    "{} is not accepted: a time > 0 and at most {MAX_DURATION_S:e} s",
+                    self.duration_s
+                ),
             ));
         }
         let hz = self.sim.kernel_hz;
