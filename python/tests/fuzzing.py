@@ -86,7 +86,7 @@ TRACE_FILES: dict[str, bytes] = {
     "empty.csv": b"",
     "text.csv": b"hello world\n",
     "zeros.csv": b"0,0\n0.1,0\n",
-    "decreasing.csv": b"0.1,1000000\n0,2000000\n",
+    "decreasing.csv": b"5\n3\n",
     "negative.csv": b"0,-5\n",
     "nan.csv": b"0,nan\n0.1,inf\n",
     "binary.csv": bytes(range(256)),
