@@ -68,8 +68,14 @@ pub(crate) fn plain_json_error(e: &serde_json::Error) -> String {
                     (Some(a), Some(b)) if b > a => got[a + 1..b].to_string(),
                     _ => got.to_string(),
                 };
-                let want = range(want).unwrap_or_else(|| want.to_string());
-                return format!("{shown} is not accepted: {want}");
+                let n = shown.chars().count();
+                let shown = if n > 80 {
+                    format!("{}... ({n} characters)", shown.chars().take(60).collect::<String>())
+                } else {
+                    shown
+                };
+                let want = range(want).unwrap_or_else(|| json_kind(want));
+                return format!("{} is not accepted: {want}", json_kind(&shown));
             }
         }
     }
@@ -89,11 +95,23 @@ pub(crate) fn plain_json_error(e: &serde_json::Error) -> String {
     match text {
         "number out of range" => "the number is out of range".to_string(),
         // serde_json reads no NaN or infinity: the writer put a bare token there.
-        "expected value" => "not a number or value the core reads (NaN and infinity are not accepted)".into(),
+        "expected value" => "not a value accepted here (NaN and infinity never are)".into(),
         t if t.starts_with("lone ") || t.contains("surrogate") => {
             "text that is not valid Unicode (an unpaired surrogate)".into()
         }
         t => t.to_string(),
+    }
+}
+
+/// serde's names of JSON kinds as a scenario file calls them: a map or struct is a table, a
+/// sequence a list.
+fn json_kind(what: &str) -> String {
+    match what {
+        "map" | "a map" => "a table".into(),
+        "sequence" | "a sequence" => "a list".into(),
+        "a boolean" => "true or false".into(),
+        w if w.starts_with("struct ") || w.starts_with("internally tagged enum") => "a table".into(),
+        w => w.to_string(),
     }
 }
 
