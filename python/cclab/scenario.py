@@ -1344,10 +1344,13 @@ _CORE_NAMES = [
 
 def core_problem(e: Exception) -> tuple[str, str]:
     """A core ``ConfigError`` as a problem (field path, message) in the scenario's own terms."""
-    field = str(getattr(e, "field", "") or "scenario")
+    return _core_names(str(getattr(e, "field", "") or "scenario"), str(getattr(e, "message", "") or e))
+
+
+def _core_names(field: str, message: str) -> tuple[str, str]:
     for pattern, repl in _CORE_NAMES:
         field = pattern.sub(repl, field)
-    return field, str(getattr(e, "message", "") or e)
+    return field, message
 
 
 def _check_core(sc: Scenario, label: str | None) -> None:
@@ -1357,7 +1360,6 @@ def _check_core(sc: Scenario, label: str | None) -> None:
         from . import _core
     except ImportError:  # pure-Python use without the compiled core
         return
-    try:
-        _core.validate(sc.to_core_json())
-    except _core.ConfigError as e:
-        raise ScenarioError([core_problem(e)], source=label) from None
+    found = _core.problems(sc.to_core_json())
+    if found:
+        raise ScenarioError([_core_names(f, m) for f, m in found], source=label)

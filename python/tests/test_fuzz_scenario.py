@@ -182,3 +182,11 @@ def test_many_flows():
     d["flows"] = [{"name": f"f{i}", "cc": ("cubic", "reno", "bbr")[i % 3]} for i in range(1000)]
     r = simulate(d, duration_s=0.05)
     assert len(r.summary["flows"]) == 1000
+
+
+@needs_core
+def test_the_cores_checks_report_every_flows_problem_not_only_the_first():
+    d = base()
+    d["flows"] = [{"cc": "cubic", "cc_params": {"beta": 5}}, {"cc": "reno", "cc_params": {"nope": 1}}, {}]
+    p = problems(d)
+    assert set(p) == {"flows[0].cc_params.beta", "flows[1].cc_params.nope"}, p

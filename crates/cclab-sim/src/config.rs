@@ -39,82 +39,6 @@ pub(crate) fn err(field: impl Into<String>, message: impl Into<String>) -> Confi
     }
 }
 
-/// A serde_json error in a reader's words: no "at line 1 column 231", and an integer type's
-/// range instead of its Rust name ("invalid value: integer `4294967296`, expected u32" becomes
-/// "4294967296 is not accepted: a whole number from 0 to 4294967295").
-pub(crate) fn plain_json_error(e: &serde_json::Error) -> String {
-    let text = e.to_string();
-    let text = match text.rfind(" at line ") {
-        Some(i) => &text[..i],
-        None => &text[..],
-    };
-    let range = |ty: &str| -> Option<String> {
-        Some(match ty {
-            "u8" => format!("a whole number from 0 to {}", u8::MAX),
-            "u16" => format!("a whole number from 0 to {}", u16::MAX),
-            "u32" => format!("a whole number from 0 to {}", u32::MAX),
-            "u64" | "usize" => format!("a whole number from 0 to {}", u64::MAX),
-            "i32" => format!("a whole number from {} to {}", i32::MIN, i32::MAX),
-            "i64" => format!("a whole number from {} to {}", i64::MIN, i64::MAX),
-            "f64" | "f32" => "a finite number".to_string(),
-            _ => return None,
-        })
-    };
-    // "invalid value: integer `X`, expected u32" / "invalid type: floating point `X`, expected u64"
-    for head in ["invalid value: ", "invalid type: "] {
-        if let Some(rest) = text.strip_prefix(head) {
-            if let Some((got, want)) = rest.rsplit_once(", expected ") {
-                let shown = match (got.find('`'), got.rfind('`')) {
-                    (Some(a), Some(b)) if b > a => got[a + 1..b].to_string(),
-                    _ => got.to_string(),
-                };
-                let n = shown.chars().count();
-                let shown = if n > 80 {
-                    format!("{}... ({n} characters)", shown.chars().take(60).collect::<String>())
-                } else {
-                    shown
-                };
-                let want = range(want).unwrap_or_else(|| json_kind(want));
-                return format!("{} is not accepted: {want}", json_kind(&shown));
-            }
-        }
-    }
-    if let Some(rest) = text.strip_prefix("missing field `") {
-        return format!("required: {}", rest.trim_end_matches('`'));
-    }
-    if let Some(rest) = text.strip_prefix("unknown field `") {
-        if let Some((key, accepted)) = rest.split_once("`, expected ") {
-            return format!("unknown key {key:?}; accepted: {}", accepted.replace('`', ""));
-        }
-    }
-    if let Some(rest) = text.strip_prefix("unknown variant `") {
-        if let Some((v, accepted)) = rest.split_once("`, expected ") {
-            return format!("{v:?} is not accepted: {}", accepted.replace('`', ""));
-        }
-    }
-    match text {
-        "number out of range" => "the number is out of range".to_string(),
-        // serde_json reads no NaN or infinity: the writer put a bare token there.
-        "expected value" => "not a value accepted here (NaN and infinity never are)".into(),
-        t if t.starts_with("lone ") || t.contains("surrogate") => {
-            "text that is not valid Unicode (an unpaired surrogate)".into()
-        }
-        t => t.to_string(),
-    }
-}
-
-/// serde's names of JSON kinds as a scenario file calls them: a map or struct is a table, a
-/// sequence a list.
-fn json_kind(what: &str) -> String {
-    match what {
-        "map" | "a map" => "a table".into(),
-        "sequence" | "a sequence" => "a list".into(),
-        "a boolean" => "true or false".into(),
-        w if w.starts_with("struct ") || w.starts_with("internally tagged enum") => "a table".into(),
-        w => w.to_string(),
-    }
-}
-
 /// A whole scenario.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -503,18 +427,24 @@ impl Scenario {
     /// `bottleneck.fwd.queue_pkts`, which front ends map to their own names) and say what is
     /// accepted without JSON positions or Rust type names.
     pub fn from_json(text: &str) -> Result<Scenario, ConfigError> {
+        let s = Self::from_json_unchecked(text)?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Parse the normalised JSON without checking the values (`problems` lists them); errors as
+    /// [`Scenario::from_json`]'s.
+    pub fn from_json_unchecked(text: &str) -> Result<Scenario, ConfigError> {
         let de = &mut serde_json::Deserializer::from_str(text);
-        let s: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
+        serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
             let field = if path.is_empty() || path == "." {
                 "scenario".to_string()
             } else {
                 path
             };
-            err(field, plain_json_error(e.inner()))
-        })?;
-        s.validate()?;
-        Ok(s)
+            err(field, cclab_net::error::plain_json_error(e.inner()))
+        })
     }
 
     /// Check every value the simulator relies on.
@@ -526,11 +456,32 @@ impl Scenario {
 
     /// Every check but the network's: the fields one by one (what `lower` relies on).
     pub(crate) fn check_fields(&self) -> Result<(), ConfigError> {
+        match self.field_problems().into_iter().next() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Every problem `validate` would find, not only the first: the scalar fields, the host
+    /// stack, the network and each flow are checked apart (within one of them, its first
+    /// problem); the routes and paths only once all of those are right (the lowering needs them).
+    pub fn problems(&self) -> Vec<ConfigError> {
+        let mut out = self.field_problems();
+        if out.is_empty() {
+            if let Err(e) = crate::lower::lower(self) {
+                out.push(e);
+            }
+        }
+        out
+    }
+
+    fn field_problems(&self) -> Vec<ConfigError> {
+        let mut out = Vec::new();
         if !(self.duration_s.is_finite()
             && self.duration_s > 0.0
             && self.duration_s <= MAX_DURATION_S)
         {
-            return Err(err(
+            out.push(err(
                 "duration_s",
                 format!(
                     "{} is not accepted: a time > 0 and at most {MAX_DURATION_S:e} s",
@@ -540,72 +491,80 @@ impl Scenario {
         }
         let hz = self.sim.kernel_hz;
         if !(hz == 100 || hz == 250 || hz == 300 || hz == 1000) {
-            return Err(err(
+            out.push(err(
                 "sim.kernel_hz",
                 format!("{hz} is not accepted: 100, 250, 300 or 1000"),
             ));
         }
         if !(self.sim.trace_interval_ms.is_finite() && self.sim.trace_interval_ms >= 0.1) {
-            return Err(err("sim.trace_interval_ms", "a period of at least 0.1 ms"));
+            out.push(err("sim.trace_interval_ms", "a period of at least 0.1 ms"));
         }
-        self.host.validate("host")?;
-        self.validate_network()?;
+        out.extend(self.host.validate("host").err().map(ConfigError::from));
+        out.extend(self.validate_network().err());
         if self.flows.is_empty() {
-            return Err(err("flows", "at least one flow"));
+            out.push(err("flows", "at least one flow"));
         }
         for (i, f) in self.flows.iter().enumerate() {
-            let p = format!("flows[{i}]");
-            if !(64..=65495).contains(&f.mss_bytes) {
-                return Err(err(
-                    format!("{p}.mss_bytes"),
-                    format!("{} is not accepted: 64..65495", f.mss_bytes),
-                ));
-            }
-            if f.initial_cwnd_pkts == 0 {
-                return Err(err(
-                    format!("{p}.initial_cwnd_pkts"),
-                    "0 is not accepted: at least 1",
-                ));
-            }
-            check_nonneg(&format!("{p}.start_s"), f.start_s)?;
-            f.check_transport(&p)?;
-            if let Some(w) = &f.workload {
-                if f.transport != crate::udp::Transport::Tcp {
-                    return Err(err(
-                        format!("{p}.workload"),
-                        "only for a TCP flow (transport = \"tcp\")",
-                    ));
-                }
-                w.validate(&p, f.size_bytes)?;
-            }
-            for (n, v) in [
-                ("rto_min_ms", f.rto_min_ms),
-                ("rto_initial_ms", f.rto_initial_ms),
-                ("rto_max_ms", f.rto_max_ms),
-            ] {
-                if !(v.is_finite() && v >= 1.0) {
-                    return Err(err(
-                        format!("{p}.{n}"),
-                        format!("{v} is not accepted: at least 1 ms"),
-                    ));
-                }
-            }
-            if f.rto_min_ms > f.rto_max_ms {
-                return Err(err(format!("{p}.rto_min_ms"), "must not exceed rto_max_ms"));
-            }
-            if f.sto_response == crate::tcp::sto::StoResponse::Reno && f.frto {
-                return Err(err(
-                    format!("{p}.frto"),
-                    "true is not accepted with sto_response = \"reno\" (no detection, plain \
-                     go-back-N): set frto = false or choose another sto_response",
-                ));
-            }
-            cc::build(&f.cc, &f.cc_params).map_err(|e| cc_error(&p, &e))?;
+            out.extend(Self::check_flow(&format!("flows[{i}]"), f).err());
         }
         if let Some(m) = &self.middleware {
-            m.validate("middleware")?;
-            self.check_middleware_hosts(m)?;
+            out.extend(
+                m.validate("middleware")
+                    .and_then(|_| self.check_middleware_hosts(m))
+                    .err(),
+            );
         }
+        out
+    }
+
+    /// One flow's fields; the first problem.
+    fn check_flow(p: &str, f: &FlowSpec) -> Result<(), ConfigError> {
+        if !(64..=65495).contains(&f.mss_bytes) {
+            return Err(err(
+                format!("{p}.mss_bytes"),
+                format!("{} is not accepted: 64..65495", f.mss_bytes),
+            ));
+        }
+        if f.initial_cwnd_pkts == 0 {
+            return Err(err(
+                format!("{p}.initial_cwnd_pkts"),
+                "0 is not accepted: at least 1",
+            ));
+        }
+        check_nonneg(&format!("{p}.start_s"), f.start_s)?;
+        f.check_transport(p)?;
+        if let Some(w) = &f.workload {
+            if f.transport != crate::udp::Transport::Tcp {
+                return Err(err(
+                    format!("{p}.workload"),
+                    "only for a TCP flow (transport = \"tcp\")",
+                ));
+            }
+            w.validate(p, f.size_bytes)?;
+        }
+        for (n, v) in [
+            ("rto_min_ms", f.rto_min_ms),
+            ("rto_initial_ms", f.rto_initial_ms),
+            ("rto_max_ms", f.rto_max_ms),
+        ] {
+            if !(v.is_finite() && v >= 1.0) {
+                return Err(err(
+                    format!("{p}.{n}"),
+                    format!("{v} is not accepted: at least 1 ms"),
+                ));
+            }
+        }
+        if f.rto_min_ms > f.rto_max_ms {
+            return Err(err(format!("{p}.rto_min_ms"), "must not exceed rto_max_ms"));
+        }
+        if f.sto_response == crate::tcp::sto::StoResponse::Reno && f.frto {
+            return Err(err(
+                format!("{p}.frto"),
+                "true is not accepted with sto_response = \"reno\" (no detection, plain \
+                 go-back-N): set frto = false or choose another sto_response",
+            ));
+        }
+        cc::build(&f.cc, &f.cc_params).map_err(|e| cc_error(p, &e))?;
         Ok(())
     }
 
