@@ -153,7 +153,7 @@ def main() -> int:
     total: Counter = Counter()
     findings = 0
     t0 = time.perf_counter()
-    log = open(a.log, "w") if a.log else None
+    log = open(a.log, "w", buffering=1) if a.log else None
     for t in chosen:
         n = max(1, round(a.cases * TARGETS[t] / share))
         t1 = time.perf_counter()

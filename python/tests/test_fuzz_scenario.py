@@ -190,3 +190,22 @@ def test_the_cores_checks_report_every_flows_problem_not_only_the_first():
     d["flows"] = [{"cc": "cubic", "cc_params": {"beta": 5}}, {"cc": "reno", "cc_params": {"nope": 1}}, {}]
     p = problems(d)
     assert set(p) == {"flows[0].cc_params.beta", "flows[1].cc_params.nope"}, p
+
+
+def test_cli_validate_goes_on_past_an_unreadable_file_and_names_every_field(tmp_path):
+    import subprocess
+    import sys
+
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(bytes(range(256)))
+    two = tmp_path / "two.toml"
+    two.write_text('duration_s = -1\n[bottleneck]\nrate_bps = "1Mbps"\n[[flows]]\ncc = "CUBIC"\n')
+    good = tmp_path / "good.toml"
+    good.write_text('duration_s = 1\n[bottleneck]\nrate_bps = "1Mbps"\n[[flows]]\n')
+    r = subprocess.run([sys.executable, "-m", "cclab", "validate", str(binary), str(two), str(good)],
+                       capture_output=True, text=True)
+    assert r.returncode == 2, r.stderr
+    err = " ".join(r.stderr.split())
+    assert "scenario: not a TOML file: byte 0x80" in err
+    assert "duration_s: -1 is not accepted" in err and "flows[0].cc: unknown congestion control 'CUBIC'" in err
+    assert f"{good}: ok" in " ".join(r.stdout.split())
