@@ -134,7 +134,7 @@ def scenario_dicts(draw: Any, trace_dir: Path | None = None, max_flows: int = 20
         if op == "set":
             path = draw(st.sampled_from(paths))
             parent = _get(d, path[:-1])
-            parent[path[-1]] = draw(value)
+            parent[path[-1]] = copy.deepcopy(draw(value))  # NASTY's lists and dicts are shared
         elif op == "del":
             path = draw(st.sampled_from(paths))
             parent = _get(d, path[:-1])
@@ -144,12 +144,12 @@ def scenario_dicts(draw: Any, trace_dir: Path | None = None, max_flows: int = 20
                 parent.pop(path[-1])
         elif op == "unknown":
             where = _get(d, draw(st.sampled_from(_dicts(d))))
-            where[draw(st.text(min_size=1, max_size=12))] = draw(value)
+            where[draw(st.text(min_size=1, max_size=12))] = copy.deepcopy(draw(value))
         elif op == "add":
             where_path = draw(st.sampled_from(_dicts(d)))
             where = _get(d, where_path)
             names = FLOW_FIELDS if "flows" in where_path else LINK_FIELDS if where_path else TOP_FIELDS
-            where[draw(st.sampled_from(names))] = draw(value)
+            where[draw(st.sampled_from(names))] = copy.deepcopy(draw(value))
         elif op == "cc" and isinstance(d.get("flows"), list) and d["flows"] and isinstance(d["flows"][0], dict):
             d["flows"][0]["cc"] = draw(st.sampled_from(CC_NAMES))
         elif op == "trace" and trace_dir is not None and isinstance(d.get("bottleneck"), dict):

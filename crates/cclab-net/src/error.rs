@@ -98,7 +98,10 @@ pub fn plain_json_error(e: &serde_json::Error) -> String {
                 };
                 let n = shown.chars().count();
                 let shown = if n > 80 {
-                    format!("{}... ({n} characters)", shown.chars().take(60).collect::<String>())
+                    format!(
+                        "{}... ({n} characters)",
+                        shown.chars().take(60).collect::<String>()
+                    )
                 } else {
                     shown
                 };
@@ -112,7 +115,10 @@ pub fn plain_json_error(e: &serde_json::Error) -> String {
     }
     if let Some(rest) = text.strip_prefix("unknown field `") {
         if let Some((key, accepted)) = rest.split_once("`, expected ") {
-            return format!("unknown key {key:?}; accepted: {}", accepted.replace('`', ""));
+            return format!(
+                "unknown key {key:?}; accepted: {}",
+                accepted.replace('`', "")
+            );
         }
     }
     if let Some(rest) = text.strip_prefix("unknown variant `") {
@@ -138,7 +144,9 @@ fn json_kind(what: &str) -> String {
         "map" | "a map" => "a table".into(),
         "sequence" | "a sequence" => "a list".into(),
         "a boolean" => "true or false".into(),
-        w if w.starts_with("struct ") || w.starts_with("internally tagged enum") => "a table".into(),
+        w if w.starts_with("struct ") || w.starts_with("internally tagged enum") => {
+            "a table".into()
+        }
         w => w.to_string(),
     }
 }

@@ -132,15 +132,22 @@ fn drive(
             let (q_pkts, q_bytes) = (m.queue_pkts(now, lane), m.queue_bytes(now, lane));
             let (lim_pkts, lim_bytes) = limit(lane);
             if let Some(l) = lim_pkts {
-                prop_assert!(q_pkts <= l, "lane {lane}: {q_pkts} packets queued, limit {l}");
+                prop_assert!(
+                    q_pkts <= l,
+                    "lane {lane}: {q_pkts} packets queued, limit {l}"
+                );
             }
             if let Some(l) = lim_bytes {
-                prop_assert!(q_bytes <= l, "lane {lane}: {q_bytes} bytes queued, limit {l}");
+                prop_assert!(
+                    q_bytes <= l,
+                    "lane {lane}: {q_bytes} bytes queued, limit {l}"
+                );
             }
             queued += u64::from(q_pkts);
         }
         // Offered = delivered + dropped + queued + on the wire (propagating: not counted).
-        let accounted = s.delivered.len() as u64 + s.dropped_pkts + if queue_apart { queued } else { 0 };
+        let accounted =
+            s.delivered.len() as u64 + s.dropped_pkts + if queue_apart { queued } else { 0 };
         prop_assert!(
             accounted <= s.in_pkts,
             "{accounted} packets accounted for, {} offered",

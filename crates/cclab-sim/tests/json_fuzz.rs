@@ -161,7 +161,11 @@ fn json_errors_name_the_field_and_the_range() {
     let text = v.to_string().replace("4294967296", "NaN");
     let e = Scenario::from_json(&text).unwrap_err();
     assert_eq!(e.field, "bottleneck.fwd.queue_pkts");
-    assert!(e.message.contains("NaN and infinity never are"), "{}", e.message);
+    assert!(
+        e.message.contains("NaN and infinity never are"),
+        "{}",
+        e.message
+    );
     v["bottleneck"]["fwd"]["queue_pkts"] = json!(100);
     v["duration_s"] = json!(1e7);
     let e = Scenario::from_json(&v.to_string()).unwrap_err();
