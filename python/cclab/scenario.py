@@ -1299,6 +1299,9 @@ def load_scenario(source: str | Path | dict[str, Any] | Scenario, **overrides: A
         source = source.model_dump(exclude_none=True) | {"base_dir": source.base_dir}
     label = None
     if isinstance(source, dict):
+        bad = _not_json(source)
+        if bad:
+            raise ScenarioError(bad)
         data = json.loads(json.dumps(source))  # deep copy
         base_dir = data.pop("base_dir", ".")
     else:
@@ -1324,6 +1327,25 @@ def load_scenario(source: str | Path | dict[str, Any] | Scenario, **overrides: A
         raise ScenarioError([("scenario", str(e))], source=label) from None
     _check_core(sc, label)
     return sc
+
+
+def _not_json(v: Any, path: str = "") -> list[tuple[str, str]]:
+    """Every value of a scenario dict that a scenario file could not hold (bytes, a set, an
+    object), by its field path: a dict scenario takes what TOML and JSON can say."""
+    if isinstance(v, dict):
+        out = []
+        for k, x in v.items():
+            if not isinstance(k, str):
+                out.append((path or "scenario", f"key {shown_value(k)} is not accepted: keys are strings"))
+                continue
+            out += _not_json(x, f"{path}.{k}" if path else k)
+        return out
+    if isinstance(v, (list, tuple)):
+        return [p for i, x in enumerate(v) for p in _not_json(x, f"{path}[{i}]")]
+    if v is None or isinstance(v, (str, int, float)):
+        return []
+    return [(path or "scenario", f"{shown_value(v)} is not accepted: a value of type {type(v).__name__}; a string, "
+                                 "number, true/false, list or table")]
 
 
 def _not_utf8(e: UnicodeDecodeError) -> str:

@@ -64,7 +64,7 @@ NASTY: list[Any] = [
     None, True, False, 0, -1, 1, 2**31, 2**32, 2**53 + 1, 2**63, 2**64, -2**63, 10**30, 0.4, 1.5, -0.5,
     1e-320, 1e300, -1e300, math.nan, math.inf, -math.inf, "", " ", "abc", "NaN", "inf", "-inf", "1e400Mbps",
     "1e400", "5 parsecs", "12.5ms", "-5ms", "64Mbps", "1Mbit/s", "1.5GB", "0x10", "\u00e9t\u00e9", "\u202e\u0000",
-    "\ud7ff" * 3, "\ud800", "x" * 5000, [], [1, 2], [{}], {}, {"kind": "nope"}, {"a": 1},
+    "\ud7ff" * 3, "\ud800", b"\x00", {1, 2}, (1, 2), 3 + 4j, "x" * 5000, [], [1, 2], [{}], {}, {"kind": "nope"}, {"a": 1},
 ]
 
 #: Algorithm names tried for ``cc``.
@@ -227,7 +227,7 @@ def _resolves(path: str, cur: Any) -> bool:
     longest key that prefixes the path is taken first), its last key allowed to be missing."""
     if path.startswith("["):
         m = re.match(r"\[(\d+)\]\.?", path)
-        if not m or not isinstance(cur, list) or int(m.group(1)) >= len(cur):
+        if not m or not isinstance(cur, (list, tuple)) or int(m.group(1)) >= len(cur):
             return False
         rest = path[m.end():]
         return not rest or _resolves(rest, cur[int(m.group(1))])

@@ -209,3 +209,27 @@ def test_cli_validate_goes_on_past_an_unreadable_file_and_names_every_field(tmp_
     assert "scenario: not a TOML file: byte 0x80" in err
     assert "duration_s: -1 is not accepted" in err and "flows[0].cc: unknown congestion control 'CUBIC'" in err
     assert f"{good}: ok" in " ".join(r.stdout.split())
+
+
+@pytest.mark.parametrize("value", [b"64Mbps", {1, 2}, 3j, object()])
+def test_a_value_no_scenario_file_can_hold_is_named(value):
+    d = base()
+    d["bottleneck"]["rate_bps"] = value
+    d["flows"][0]["cc_params"] = {1: 2}
+    p = problems(d)
+    assert "is not accepted: a value of type" in p["bottleneck.rate_bps"]
+    assert "keys are strings" in p["flows[0].cc_params"]
+
+
+@needs_core
+def test_a_round_trip_that_takes_no_time_is_refused():
+    # Before: accepted, and the simulator sent and acknowledged forever at t = 0 until the
+    # process ran out of memory.
+    d = {"duration_s": 0.2, "nodes": [{"name": "a"}, {"name": "b"}],
+         "links": [{"endpoints": ["a", "b"], "loss": 0.01}], "flows": [{"sender": "a", "receiver": "b"}]}
+    assert "round trip takes no time" in problems(d)["flows[0]"]
+    d["links"][0]["reverse"] = {"delay_ms": "1us"}
+    load_scenario(d)
+    d["links"][0]["reverse"] = {}
+    d["flows"][0] = {"sender": "a", "receiver": "b", "transport": "udp", "rate_bps": "1Mbps"}
+    simulate(d)  # a UDP stream keeps its own clock
