@@ -225,9 +225,9 @@ def names_a_field(path: str, msg: str, data: Any) -> bool:
 def _resolves(path: str, cur: Any) -> bool:
     """Whether dotted ``path`` leads through ``cur`` (a key may itself hold dots or brackets: the
     longest key that prefixes the path is taken first), its last key allowed to be missing."""
-    if path.startswith("["):
+    if isinstance(cur, (list, tuple)):
         m = re.match(r"\[(\d+)\]\.?", path)
-        if not m or not isinstance(cur, (list, tuple)) or int(m.group(1)) >= len(cur):
+        if not m or int(m.group(1)) >= len(cur):
             return False
         rest = path[m.end():]
         return not rest or _resolves(rest, cur[int(m.group(1))])
