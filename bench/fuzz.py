@@ -31,7 +31,7 @@ TESTS = HERE.parent / "python" / "tests"
 TARGETS = {"dict": 0.5, "toml": 0.15, "csv": 0.15, "ss": 0.05, "pcap": 0.15}
 
 
-def worker(target: str, n: int, seed: int, limit_s: float) -> None:
+def worker(target: str, n: int, seed: int, limit_s: float, current_path: str) -> None:
     """Run ``n`` cases of ``target``, one JSON line per case on stdout."""
     sys.path.insert(0, str(TESTS))
     import fuzzing as fz
@@ -50,8 +50,11 @@ def worker(target: str, n: int, seed: int, limit_s: float) -> None:
         sys.stdout.flush()
 
     def announce(case: object) -> None:
-        # What runs now, so the watcher can show a case that hangs or kills the worker.
-        sys.stdout.write(json.dumps({"start": repr(case)[:2000]}) + "\n")
+        # What runs now, so the watcher can show a case that hangs or kills the worker (in full
+        # in the file current_path, a shortened copy on stdout).
+        text = repr(case)
+        Path(current_path).write_text(text)
+        sys.stdout.write(json.dumps({"start": text[:2000]}) + "\n")
         sys.stdout.flush()
 
     cfg = settings(max_examples=n, database=None, deadline=None, derandomize=False,
@@ -91,8 +94,9 @@ def watch(target: str, n: int, seed: int, hang_s: float, limit_s: float, log: ob
     examples: dict[str, tuple[str, str]] = {}
     done = 0
     while done < n:
+        current_path = Path(tempfile.gettempdir()) / f"cclab-fuzz-current-{os.getpid()}.txt"
         proc = subprocess.Popen([sys.executable, __file__, "--worker", target, str(n - done), str(seed),
-                                 "--limit-s", str(limit_s)],
+                                 "--limit-s", str(limit_s), "--current", str(current_path)],
                                 stdout=subprocess.PIPE, text=True, env=os.environ | {"PYTHONWARNINGS": "ignore"})
         seed += 1
         sel = selectors.DefaultSelector()
@@ -106,7 +110,8 @@ def watch(target: str, n: int, seed: int, hang_s: float, limit_s: float, log: ob
                 counts["hang"] += 1
                 examples.setdefault("hang", (f"no answer in {hang_s} s", current))
                 if log is not None:
-                    log.write(json.dumps({"target": target, "o": "hang", "case": current}) + "\n")
+                    full = current_path.read_text() if current_path.exists() else current
+                    log.write(json.dumps({"target": target, "o": "hang", "case": full}) + "\n")
                 done += 1
                 break
             line = proc.stdout.readline()
@@ -115,6 +120,9 @@ def watch(target: str, n: int, seed: int, hang_s: float, limit_s: float, log: ob
                 if rc != 0:
                     counts["crash"] += 1
                     examples.setdefault("crash", (f"worker exit {rc}", current))
+                    if log is not None:
+                        full = current_path.read_text() if current_path.exists() else current
+                        log.write(json.dumps({"target": target, "o": "crash", "d": rc, "case": full}) + "\n")
                     done += 1
                 elif done == before:
                     done = n  # hypothesis ran out of distinct cases
@@ -144,9 +152,10 @@ def main() -> int:
     ap.add_argument("--log", help="write every finding (outcome, detail, case) to this JSON-lines file")
     ap.add_argument("--limit-s", type=float, default=20.0, help="a case running this long in the core is a hang")
     ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--current", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
-        worker(a.worker[0], int(a.worker[1]), int(a.worker[2]), a.limit_s)
+        worker(a.worker[0], int(a.worker[1]), int(a.worker[2]), a.limit_s, a.current)
         return 0
     chosen = a.targets.split(",")
     share = sum(TARGETS[t] for t in chosen)
@@ -165,6 +174,8 @@ def main() -> int:
               + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), flush=True)
         for kind, (detail, case) in examples.items():
             print(f"    {kind}: {detail}\n      case: {case[:600]}", flush=True)
+    current = Path(tempfile.gettempdir()) / f"cclab-fuzz-current-{os.getpid()}.txt"
+    current.unlink(missing_ok=True)
     print(f"total {sum(total.values())} cases in {time.perf_counter() - t0:.1f} s: "
           + ", ".join(f"{k} {v}" for k, v in sorted(total.items())))
     for kind in ("traceback", "panic", "hang", "crash", "no-field", "accepted-not-run"):
