@@ -529,16 +529,20 @@ fn round_trip_takes_time(route: &FlowRoute, links: &[SimLink]) -> bool {
     if route.sender_device.is_some() || route.ack_device.is_some() {
         return true;
     }
-    route.fwd.iter().chain(&route.rev).any(|h| match links.get(h.element as usize) {
-        None => true, // a medium: every kind spends airtime
-        Some(l) => {
-            let s = &l.spec;
-            s.rate_bps.is_some()
-                || s.capacity_trace_text.is_some()
-                || cclab_net::spec::ms_to_ns(s.delay_ms) > 0
-                || s.radio.is_some()
-        }
-    })
+    route
+        .fwd
+        .iter()
+        .chain(&route.rev)
+        .any(|h| match links.get(h.element as usize) {
+            None => true, // a medium: every kind spends airtime
+            Some(l) => {
+                let s = &l.spec;
+                s.rate_bps.is_some()
+                    || s.capacity_trace_text.is_some()
+                    || cclab_net::spec::ms_to_ns(s.delay_ms) > 0
+                    || s.radio.is_some()
+            }
+        })
 }
 
 fn check_ends(path: &[String], first: &str, last: &str, field: &str) -> Result<(), ConfigError> {
