@@ -327,7 +327,10 @@ _CELLS = ["0", "1", "-1", "0.5", "1e300", "-1e300", "nan", "inf", "", "abc", "\u
 @st.composite
 def csv_texts(draw: Any) -> bytes:
     """CSV traces: random header (of known and unknown columns), rows of numbers and junk, maybe
-    cut mid-row, maybe sorted or not."""
+    cut mid-row, maybe sorted or not; or (one in four) a plausible sawtooth with a few cells
+    spoilt, which loads and reaches the estimators."""
+    if draw(st.integers(0, 3)) == 0:
+        return draw(sawtooth_csvs())
     cols = draw(st.lists(st.sampled_from(_CSV_COLS), min_size=0, max_size=5))
     rows = draw(st.integers(0, 60))
     lines = [",".join(cols)] if cols else []
@@ -351,6 +354,32 @@ def csv_texts(draw: Any) -> bytes:
     if draw(st.integers(0, 10)) == 0:
         text = draw(st.binary(max_size=200))
     return text
+
+
+@st.composite
+def sawtooth_csvs(draw: Any) -> bytes:
+    """A loss-based window's sawtooth (additive or cubic growth, multiplicative decrease), with
+    an RTT column or not, a few cells spoilt and a few rows swapped."""
+    n = draw(st.integers(20, 600))
+    dt = draw(st.sampled_from([0.001, 0.01, 0.05, 0.2]))
+    peak = draw(st.floats(4, 400))
+    beta = draw(st.floats(0.3, 0.95))
+    cubic = draw(st.booleans())
+    rtt = draw(st.one_of(st.none(), st.floats(1, 500)))
+    rows, w, k = [], 2.0, 0
+    for i in range(n):
+        k += 1
+        w = w * beta if w > peak else w + (0.01 * k * k if cubic else 1.0)
+        k = 0 if w <= peak * beta else k
+        rows.append([f"{i * dt:.6f}", f"{w:.3f}"] + ([f"{rtt:.3f}"] if rtt is not None else []))
+    for _ in range(draw(st.integers(0, 5))):
+        r, c = draw(st.integers(0, n - 1)), draw(st.integers(0, len(rows[0]) - 1))
+        rows[r][c] = draw(st.sampled_from(_CELLS))
+    for _ in range(draw(st.integers(0, 3))):
+        a, b = draw(st.integers(0, n - 1)), draw(st.integers(0, n - 1))
+        rows[a], rows[b] = rows[b], rows[a]
+    head = "t_s,cwnd_pkts" + (",srtt_ms" if rtt is not None else "")
+    return (head + "\n" + "\n".join(",".join(r) for r in rows) + "\n").encode()
 
 
 @st.composite

@@ -71,3 +71,21 @@ def test_an_ss_line_with_cwnd_but_no_number_is_not_a_sample(tmp_path):
     p.write_text(" cubic cwnd:- rto:204\n cubic cwnd:10\n")
     with pytest.raises(infer.InputError, match="fewer than 2"):
         infer.load_trace(p)
+
+
+def test_a_stray_huge_time_is_refused_naming_the_column(tmp_path):
+    # Before: a RuntimeWarning (an overflowing cast in per_rtt) and a meaningless verdict.
+    p = tmp_path / "t.csv"
+    p.write_text("t_s,cwnd_pkts\n1e300,3\n" + "".join(f"{i / 100},{2 + i % 3}\n" for i in range(1, 60)))
+    with pytest.raises(infer.InputError, match="t_s: the samples span 1e\\+300 s"):
+        infer.load_trace(p)
+    p.write_text("t_s,cwnd_pkts\n" + "".join(f"{1.7e9 + i / 100},{2 + i % 3}\n" for i in range(60)))
+    assert len(infer.load_trace(p)) == 60  # epoch times are fine
+
+
+def test_a_cwnd_beyond_32_bits_is_refused(tmp_path):
+    # Before: overflow warnings in the features and a meaningless verdict.
+    p = tmp_path / "t.csv"
+    p.write_text("t_s,cwnd_pkts\n" + "".join(f"{i / 100},{1e300 if i == 7 else 2 + i % 3}\n" for i in range(60)))
+    with pytest.raises(infer.InputError, match="cwnd_pkts: a cwnd of 1e\\+300 is not accepted"):
+        infer.load_trace(p)

@@ -66,6 +66,10 @@ def _checked(df: pd.DataFrame) -> pd.DataFrame:
         bad = v[np.isfinite(v) & (v < 0)]
         if bad.size:
             raise _err(f"{col}: a negative {what} ({bad[0]:g}) is not accepted")
+        huge = v[np.isfinite(v) & (v > MAX_CWND_PKTS)] if col == "cwnd_pkts" else v[:0]
+        if huge.size:
+            raise _err(f"cwnd_pkts: a cwnd of {huge[0]:g} is not accepted: at most {MAX_CWND_PKTS} packets "
+                       "(Linux's snd_cwnd is 32 bits)")
         ok &= np.isfinite(v)
     attrs = dict(df.attrs)
     if not ok.all():
@@ -73,7 +77,18 @@ def _checked(df: pd.DataFrame) -> pd.DataFrame:
         df.attrs.update(attrs, dropped_rows=int((~ok).sum()))
     if len(df) < 2:
         raise _err(f"the trace has {len(df)} usable row(s) (time and cwnd both finite numbers): nothing to judge")
+    t = pd.to_numeric(df["t_s"], errors="coerce").to_numpy(float)
+    if t.max() - t.min() > MAX_SPAN_S:
+        raise _err(f"t_s: the samples span {t.max() - t.min():g} s (from {t.min():g} to {t.max():g}): not one "
+                   f"connection's time series; accepted: at most {MAX_SPAN_S:g} s")
     return df
+
+
+#: The largest cwnd accepted, packets (tcp_sock.snd_cwnd is a u32).
+MAX_CWND_PKTS = 2**32 - 1
+
+#: The longest trace accepted, s (about three years): a longer span is a stray or misread time.
+MAX_SPAN_S = 1e8
 
 
 def _read(
