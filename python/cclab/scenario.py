@@ -50,11 +50,20 @@ Prob = Annotated[float, Field(ge=0.0, le=1.0)]
 MAX_DURATION_S = 1e6
 
 
+#: The fastest rate, bit/s: 1 Tbit/s. Beyond it a packet's serialisation rounds to the core's
+#: 1 ns grain, and a UDP stream or a link that fast costs events without bound (a 5 Pbit/s
+#: stream sent a datagram every nanosecond).
+MAX_RATE_BPS = 1e12
+
+
 def _whole_bps(v: float) -> float:
     """The core counts whole bits per second: a rate is rounded to one only where that changes
     it by at most 0.05 % (from 1 kbit/s up); below, a fraction is refused, not rounded."""
     if v < 1:
         raise ValueError(f"{v:g} is not accepted: at least 1 bit/s")
+    if v > MAX_RATE_BPS:
+        raise ValueError(f"{v:g} is not accepted: at most {MAX_RATE_BPS:g} bit/s (1 Tbit/s; a link with no "
+                         "serialisation limit leaves rate_bps out)")
     if v < 1000 and v != math.floor(v):
         raise ValueError(f"{v:g} is not accepted: below 1 kbit/s a whole number of bits per second (the core "
                          "counts whole bit/s; rounding would change this rate by more than 0.05 %)")
@@ -370,7 +379,7 @@ class HostStack(_Model):
     tsq_limit_bytes: int | None = Field(default=None, ge=1)
     #: sk_pacing_shift: TSQ allows pacing_rate >> shift bytes (10: about 1 ms).
     pacing_shift: int | None = Field(default=None, ge=0, le=31)
-    device_rate_bps: int | None = Field(default=None, gt=0)
+    device_rate_bps: int | None = Field(default=None, gt=0, le=int(MAX_RATE_BPS))
     #: txqueuelen: packets waiting besides the one the NIC sends (default 1000).
     device_queue_pkts: int | None = Field(default=None, ge=1)
 

@@ -105,13 +105,13 @@ def test_duration_has_an_upper_bound():
 
 
 @pytest.mark.parametrize(("rate", "ok"), [(0.4, False), (1.5, False), (999.5, False), (1, True), (1000.5, True),
-                                          ("1.5kbps", True)])
+                                          ("1.5kbps", True), ("2000Gbps", False), (1e12, True), (5.4e15, False)])
 def test_rates_below_one_kbps_are_not_rounded(rate, ok):
     if ok:
         load_scenario(base(), **{"bottleneck.rate_bps": rate})
     else:
         msg = problems(base(), **{"bottleneck.rate_bps": rate})["bottleneck.rate_bps"]
-        assert "is not accepted" in msg and ("at least 1 bit/s" in msg or "whole number" in msg)
+        assert "is not accepted" in msg and any(w in msg for w in ("at least 1 bit/s", "whole number", "at most 1e+12"))
 
 
 @needs_core
@@ -233,3 +233,11 @@ def test_a_round_trip_that_takes_no_time_is_refused():
     d["links"][0]["reverse"] = {}
     d["flows"][0] = {"sender": "a", "receiver": "b", "transport": "udp", "rate_bps": "1Mbps"}
     simulate(d)  # a UDP stream keeps its own clock
+
+
+@needs_core
+def test_a_udp_stream_faster_than_one_tbps_is_refused():
+    # Before: 5.4 Pbit/s was accepted and sent a datagram every nanosecond, for ever in effect.
+    d = base()
+    d["flows"] = [{"transport": "udp", "rate_bps": 5.4e15}]
+    assert "at most 1e+12 bit/s" in problems(d)["flows[0].rate_bps"]
