@@ -1,5 +1,5 @@
 //! Property tests of the packet-moving models (issue 18, part 2): random link settings (rate,
-//! delay, queue limit in packets or bytes, loss, outages, ECN marking, each qdisc, a 3G radio
+//! delay, queue limit in packets or bytes, loss, outages, delay spikes, ECN marking, each qdisc, a 3G radio
 //! bearer) and random shared media (a shared channel, an 802.11 DCF cell), fed random arrivals.
 //! Whatever the settings:
 //! - packets and bytes are conserved: offered = delivered + dropped + still queued at every
@@ -230,14 +230,16 @@ fn link_spec() -> impl Strategy<Value = (LinkSpec, bool)> {
                 .prop_map(|(a, b)| json!({"kind": "gilbert_elliott", "p_good_bad": a, "p_bad_good": b,
                     "loss_good": 0.0, "loss_bad": 1.0})),
         ],
-        prop::collection::vec((0.0f64..0.5, 0.0f64..0.1), 0..3),
+        prop::collection::vec((0.0f64..0.5, 0.0f64..0.1, 0.0f64..200.0), 0..3),
         prop_oneof![3 => Just(None), 1 => (1u32..50).prop_map(Some)],
         qdisc(),
         prop_oneof![4 => Just(None), 1 => prop::sample::select(vec!["static-strong", "walking", "car"]).prop_map(Some)],
     )
         .prop_map(|(rate, delay, queue, loss, outages, ecn, qdisc, radio)| {
             let mut v = json!({"rate_bps": rate, "delay_ms": delay, "loss_model": loss,
-                "outages": outages.iter().map(|(s, d)| json!({"start_s": s, "duration_s": d})).collect::<Vec<_>>()});
+                "outages": outages.iter().map(|(s, d, _)| json!({"start_s": s, "duration_s": d})).collect::<Vec<_>>(),
+                "delay_spikes": outages.iter().map(|(s, d, x)| json!({"start_s": s + 0.05, "duration_s": d,
+                    "extra_delay_ms": x})).collect::<Vec<_>>()});
             for (k, x) in queue.as_object().unwrap() {
                 v[k] = x.clone();
             }
