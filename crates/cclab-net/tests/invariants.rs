@@ -1,6 +1,7 @@
 //! Property tests of the packet-moving models (issue 18, part 2): random link settings (rate,
-//! delay, queue limit in packets or bytes, loss, outages, delay spikes, ECN marking, each qdisc, a 3G radio
-//! bearer) and random shared media (a shared channel, an 802.11 DCF cell), fed random arrivals.
+//! delay, queue limit in packets or bytes, loss, outages, delay spikes, ECN marking, each qdisc,
+//! a 3G radio bearer) and random shared media (a shared channel, an 802.11 DCF cell), fed random
+//! arrivals.
 //! Whatever the settings:
 //! - packets and bytes are conserved: offered = delivered + dropped + still queued at every
 //!   step, and nothing is left once the medium has drained;
