@@ -71,7 +71,8 @@ struct Seen {
 /// conservation and the queue limits (`limit(port) = (pkts, bytes)`) at every step. With
 /// `queue_apart`, a packet delivered is no longer queued (a link); a DCF station keeps a frame
 /// in its queue until its exchange ends (the ACK after the data frame arrived), so there only
-/// delivered + dropped is bounded by offered until the end.
+/// delivered + dropped is bounded by offered until the end. A radio bearer's count, too, can
+/// hold a packet already delivered or discarded (its RLC buffer until the status report).
 fn drive(
     m: &mut dyn Medium<Pkt>,
     arr: &[Arrival],
@@ -202,7 +203,8 @@ fn qdisc() -> impl Strategy<Value = serde_json::Value> {
     prop_oneof![
         Just(json!({"kind": "drop_tail"})),
         (1u64..100_000, any::<bool>()).prop_map(|(l, ecn)| json!({"kind": "red",
-            "limit_bytes": 3000 + l * 4, "min_bytes": 3000 + l / 4, "max_bytes": 3000 + l, "ecn": ecn})),
+            "limit_bytes": 3000 + l * 4, "min_bytes": 3000 + l / 4, "max_bytes": 3000 + l,
+            "avpkt_bytes": 1000, "burst_pkts": 2 + (3000 + l / 4) / 1000, "ecn": ecn})),
         (1u32..200, any::<bool>())
             .prop_map(|(l, ecn)| json!({"kind": "codel", "limit_pkts": l, "ecn": ecn})),
         (1u32..200, 1u32..64, any::<bool>()).prop_map(
@@ -264,10 +266,16 @@ fn link_spec() -> impl Strategy<Value = (LinkSpec, bool)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 128, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: 128,
+        failure_persistence: None,
+        // Deterministic in CI: the same cases every run.
+        rng_seed: proptest::test_runner::RngSeed::Fixed(18),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
-    fn a_link_conserves_orders_and_bounds((spec, _radio) in link_spec(), arr in arrivals(2), seed in any::<u64>()) {
+    fn a_link_conserves_orders_and_bounds((spec, radio) in link_spec(), arr in arrivals(2), seed in any::<u64>()) {
         spec.validate("link").map_err(|e| TestCaseError::fail(e.to_string()))?;
         let cfg = spec.link_config().map_err(TestCaseError::fail)?;
         let limit = (spec.queue_pkts, spec.queue_bytes);
@@ -275,7 +283,7 @@ proptest! {
             .with_spike_rng(rng::stream(seed, "spikes"));
         // A qdisc enforces its own limits; the link's drop-tail limit is the drop-tail's.
         let bounded = spec.qdisc.is_drop_tail();
-        let s = drive(&mut link, &arr, &|_| if bounded { limit } else { (None, None) }, true, 2_000_000)?;
+        let s = drive(&mut link, &arr, &|_| if bounded { limit } else { (None, None) }, !radio, 2_000_000)?;
         in_order(&s.delivered)?;
     }
 
