@@ -2,7 +2,7 @@
 PY ?= python3
 PIP ?= $(PY) -m pip
 
-.PHONY: setup setup-test bpf run test test-rust test-python bench bench-study bench-study-s1 bench-emu lint clean
+.PHONY: setup setup-test bpf run test test-rust test-python fuzz bench bench-study bench-study-s1 bench-emu lint clean
 
 # Installs the Python package (building the Rust core with maturin) and its test dependencies.
 setup:
@@ -50,6 +50,14 @@ test-rust:
 
 test-python:
 	$(PY) -m pytest
+
+# Fuzzing at scale (issue 18): 10^5 fuzzed scenarios (dicts, TOML files) and traces (CSV, ss,
+# pcap) through load_scenario/simulate and the inference importers, counting tracebacks, panics,
+# hangs and errors that name no field (the tests run 10^3 of the same, deterministically).
+# FUZZ_ARGS="--cases 10000" for a shorter run; --log FILE keeps every finding.
+FUZZ_ARGS ?= --cases 100000
+fuzz: setup-test
+	$(PY) bench/fuzz.py $(FUZZ_ARGS)
 
 # Benchmarks (never timed tests): the core on the S0 25 ms path with per-ACK tracing, and the
 # whole `cclab run s0-25ms` command as a process (median of 7; issue 18 asks for at most 1 s).

@@ -8,14 +8,15 @@ normalised JSON the simulator core reads.
 from __future__ import annotations
 
 import json
+import math
 import re
 import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator,
-                      model_validator)
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError,
+                      field_validator, model_validator)
 
 from ._errors import ScenarioError
 from .units import UnitError, parse_quantity, shown_value, unit_of_field
@@ -44,11 +45,39 @@ __all__ = [
 
 Prob = Annotated[float, Field(ge=0.0, le=1.0)]
 
+#: The longest run a scenario may ask for, s: 10^6 s (11.6 days) is beyond any study's runs,
+#: and within it every time the core keeps in nanoseconds fits its 64-bit clock.
+MAX_DURATION_S = 1e6
+
+
+#: The fastest rate, bit/s: 1 Tbit/s. Beyond it a packet's serialisation rounds to the core's
+#: 1 ns grain, and a UDP stream or a link that fast costs events without bound (a 5 Pbit/s
+#: stream sent a datagram every nanosecond).
+MAX_RATE_BPS = 1e12
+
+
+def _whole_bps(v: float) -> float:
+    """The core counts whole bits per second: a rate is rounded to one only where that changes
+    it by at most 0.05 % (from 1 kbit/s up); below, a fraction is refused, not rounded."""
+    if v < 1:
+        raise ValueError(f"{v:g} is not accepted: at least 1 bit/s")
+    if v > MAX_RATE_BPS:
+        raise ValueError(f"{v:g} is not accepted: at most {MAX_RATE_BPS:g} bit/s (1 Tbit/s; a link with no "
+                         "serialisation limit leaves rate_bps out)")
+    if v < 1000 and v != math.floor(v):
+        raise ValueError(f"{v:g} is not accepted: below 1 kbit/s a whole number of bits per second (the core "
+                         "counts whole bit/s; rounding would change this rate by more than 0.05 %)")
+    return v
+
+
+#: A rate in bit/s (units accepted: "64Mbps"), at least 1, whole below 1 kbit/s.
+Bps = Annotated[float, Field(gt=0), AfterValidator(_whole_bps)]
+
 
 class _Strict(BaseModel):
     """Strict base: unknown keys are errors."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 def _takes_bool(annotation: Any) -> bool:
@@ -148,7 +177,7 @@ class RedQdisc(_QdiscModel):
     probability: Prob | None = None
     ecn: bool | None = None
     harddrop: bool | None = None
-    bandwidth_bps: float | None = Field(default=None, gt=0)
+    bandwidth_bps: Bps | None = None
 
 
 class CodelQdisc(_QdiscModel):
@@ -251,7 +280,7 @@ class Radio(_Strict):
 class Link(_Model):
     """One direction of a link. In a reverse block every field may be left out."""
 
-    rate_bps: float | None = Field(default=None, gt=0)
+    rate_bps: Bps | None = None
     capacity_trace: str | None = None
     delay_ms: float | None = Field(default=None, ge=0)
     queue_pkts: int | None = Field(default=None, ge=1)
@@ -350,7 +379,7 @@ class HostStack(_Model):
     tsq_limit_bytes: int | None = Field(default=None, ge=1)
     #: sk_pacing_shift: TSQ allows pacing_rate >> shift bytes (10: about 1 ms).
     pacing_shift: int | None = Field(default=None, ge=0, le=31)
-    device_rate_bps: int | None = Field(default=None, gt=0)
+    device_rate_bps: int | None = Field(default=None, gt=0, le=int(MAX_RATE_BPS))
     #: txqueuelen: packets waiting besides the one the NIC sends (default 1000).
     device_queue_pkts: int | None = Field(default=None, ge=1)
 
@@ -391,7 +420,7 @@ class SharedMedium(_Model):
     name: str = Field(min_length=1)
     nodes: list[str] = Field(min_length=2)
     kind: Literal["shared"] = "shared"
-    rate_bps: float = Field(gt=0)
+    rate_bps: Bps
     delay_ms: float = Field(default=0.0, ge=0)
     queue_pkts: int | None = Field(default=None, ge=1)
     overhead_us: float = Field(default=0.0, ge=0)
@@ -427,8 +456,8 @@ class DcfMedium(_Model):
     slot_us: float | None = Field(default=None, gt=0)
     sifs_us: float | None = Field(default=None, ge=0)
     difs_us: float | None = Field(default=None, ge=0)
-    data_rate_bps: float | None = Field(default=None, gt=0)
-    control_rate_bps: float | None = Field(default=None, gt=0)
+    data_rate_bps: Bps | None = None
+    control_rate_bps: Bps | None = None
     cw_min: int | None = Field(default=None, ge=0)
     cw_max: int | None = Field(default=None, ge=0)
     preamble_us: float | None = Field(default=None, ge=0)
@@ -617,6 +646,21 @@ class Workload(_Model):
     think_time_dist: Literal["fixed", "exponential"] = "fixed"
 
 
+def _cc_names() -> list[str]:
+    """The core's algorithm and preset names (empty without the compiled core)."""
+    global _CC_NAMES
+    if _CC_NAMES is None:
+        try:
+            from . import _core
+        except ImportError:  # pure-Python use: the core checks the name when it runs
+            return []
+        _CC_NAMES = [a["name"] for a in json.loads(_core.algorithms())]
+    return _CC_NAMES
+
+
+_CC_NAMES: list[str] | None = None
+
+
 class Flow(_Model):
     """One flow: a TCP connection (the default), or with ``transport = "udp"`` a constant-bit-rate
     UDP stream of ``payload_bytes`` datagrams at ``rate_bps`` (docs/scenario.md lists every field)."""
@@ -629,7 +673,7 @@ class Flow(_Model):
     #: ``paths``, each running ``cc``; general form only).
     transport: Literal["tcp", "udp", "mptcp"] = "tcp"
     #: UDP only: the application's (payload) sending rate, as iperf3's -b ("10Mbps" accepted).
-    rate_bps: float | None = Field(default=None, gt=0)
+    rate_bps: Bps | None = None
     #: UDP only: each datagram's payload, as iperf3's -l; the IP packet is 28 bytes more.
     payload_bytes: int = Field(default=1472, ge=1, le=65507)
     cc: str = "cubic"
@@ -697,6 +741,27 @@ class Flow(_Model):
     #: TCP only: connections one after another, each with its own size (``[flows.workload]``;
     #: docs/scenario.md "Workloads"); None: one connection.
     workload: Workload | None = None
+
+    @field_validator("cc")
+    @classmethod
+    def _known_cc(cls, v: str) -> str:
+        # Checked here as well as in the core, so that a bad name is reported with every other
+        # bad field (the core stops at its first).
+        known = _cc_names()
+        if known and v not in known:
+            raise ValueError(f"unknown congestion control {shown_value(v)}: known are {', '.join(known)}")
+        return v
+
+    @field_validator("cc_params", mode="before")
+    @classmethod
+    def _param_values(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            for k, x in v.items():
+                ok = isinstance(x, (bool, int)) or (isinstance(x, float) and math.isfinite(x))
+                if not ok:
+                    raise ValueError(f"{shown_value(k)} = {shown_value(x)} is not accepted: a finite number or "
+                                     "true/false")
+        return v
 
     @model_validator(mode="after")
     def _transport_fields(self) -> "Flow":
@@ -788,7 +853,7 @@ class Middleware(_Model):
     scaled_upper_factor: float = Field(default=1.0, gt=0)
     scaled_lower_factor: float = Field(default=0.5, gt=0)
     #: BWmax of eq. 3 (default 54 Mbit/s, 802.11g's highest rate).
-    bw_max_bps: float = Field(default=54e6, gt=0)
+    bw_max_bps: Bps = 54e6
     #: f(N) = N^f_exponent (eq. 4).
     f_exponent: float = Field(default=-0.15, ge=-5, le=0)
     #: SegmentSize of eq. 2.
@@ -883,7 +948,7 @@ class Scenario(_Model):
 
     name: str = "scenario"
     description: str = ""
-    duration_s: float = Field(gt=0)
+    duration_s: float = Field(gt=0, le=MAX_DURATION_S)
     seed: int = Field(default=1, ge=0, lt=2**63)
     sim: SimSettings = Field(default_factory=SimSettings)
     kernel: KernelSettings = Field(default_factory=KernelSettings)
@@ -1013,6 +1078,8 @@ class Scenario(_Model):
                 trace_text = p.read_text()
             except OSError as e:
                 raise ScenarioError([(f"{path}.capacity_trace", f"cannot read {str(p)!r}: {e.strerror}")]) from e
+            except UnicodeDecodeError as e:
+                raise ScenarioError([(f"{path}.capacity_trace", f"{str(p)!r} is not text: {_not_utf8(e)}")]) from e
         queue_pkts, queue_bytes = link.queue_pkts, link.queue_bytes
         if forward is not None and queue_pkts is None and queue_bytes is None:
             queue_pkts, queue_bytes = forward.queue_pkts, forward.queue_bytes
@@ -1111,7 +1178,7 @@ class Scenario(_Model):
         try:
             return json.loads(_core.lower(self.to_core_json()))
         except _core.ConfigError as e:
-            raise ScenarioError([(getattr(e, "field", "scenario"), getattr(e, "message", str(e)))]) from None
+            raise ScenarioError([core_problem(e)]) from None
 
     def to_core_json(self) -> str:
         """:meth:`to_core_dict` as JSON, the input of ``cclab._core.simulate``."""
@@ -1152,7 +1219,7 @@ def _problems(err: ValidationError, model: type[BaseModel]) -> list[tuple[str, s
             msg = msg[len(leaf) + 2 :]
         if e["type"] == "extra_forbidden":
             parent = _model_at(model, tuple(e["loc"])[:-1])
-            keys = ", ".join(parent.model_fields) if parent else ""
+            keys = ", ".join(k for k in parent.model_fields if k != "base_dir") if parent else ""
             msg = f"unknown key; accepted keys here: {keys}"
         elif e["type"] == "missing":
             msg = "required"
@@ -1262,6 +1329,9 @@ def load_scenario(source: str | Path | dict[str, Any] | Scenario, **overrides: A
         source = source.model_dump(exclude_none=True) | {"base_dir": source.base_dir}
     label = None
     if isinstance(source, dict):
+        bad = _not_json(source)
+        if bad:
+            raise ScenarioError(bad)
         data = json.loads(json.dumps(source))  # deep copy
         base_dir = data.pop("base_dir", ".")
     else:
@@ -1269,6 +1339,8 @@ def load_scenario(source: str | Path | dict[str, Any] | Scenario, **overrides: A
         label = str(path)
         try:
             data = tomllib.loads(path.read_text())
+        except UnicodeDecodeError as e:
+            raise ScenarioError([("scenario", f"not a TOML file: {_not_utf8(e)}")], source=label) from e
         except tomllib.TOMLDecodeError as e:
             raise ScenarioError([("scenario", f"TOML syntax: {e}")], source=label) from e
         except OSError as e:
@@ -1287,6 +1359,52 @@ def load_scenario(source: str | Path | dict[str, Any] | Scenario, **overrides: A
     return sc
 
 
+def _not_json(v: Any, path: str = "") -> list[tuple[str, str]]:
+    """Every value of a scenario dict that a scenario file could not hold (bytes, a set, an
+    object), by its field path: a dict scenario takes what TOML and JSON can say."""
+    if isinstance(v, dict):
+        out = []
+        for k, x in v.items():
+            if not isinstance(k, str):
+                out.append((path or "scenario", f"key {shown_value(k)} is not accepted: keys are strings"))
+                continue
+            out += _not_json(x, f"{path}.{k}" if path else k)
+        return out
+    if isinstance(v, (list, tuple)):
+        return [p for i, x in enumerate(v) for p in _not_json(x, f"{path}[{i}]")]
+    if v is None or isinstance(v, (str, int, float)):
+        return []
+    return [(path or "scenario", f"{shown_value(v)} is not accepted: a value of type {type(v).__name__}; a string, "
+                                 "number, true/false, list or table")]
+
+
+def _not_utf8(e: UnicodeDecodeError) -> str:
+    return f"byte {e.object[e.start]:#04x} at offset {e.start} is not UTF-8 (save it as UTF-8 text)"
+
+
+#: The core's names for parts of the scenario (the normalised JSON, ``to_core_dict``) and the
+#: scenario's own: a duplex's directions (``bottleneck.fwd``, ``links[0].rev``), a medium's
+#: settings (``media[0].spec``), a read capacity trace.
+_CORE_NAMES = [
+    (re.compile(r"\.fwd(?=\.|$)"), ""),
+    (re.compile(r"\.rev(?=\.|$)"), ".reverse"),
+    (re.compile(r"^(media\[\d+\])\.spec(?=\.|$)"), r"\1"),
+    (re.compile(r"capacity_trace_text"), "capacity_trace"),
+    (re.compile(r"\.queue_pkts_by_port(\[\d+\])?"), ".queue_pkts_by_node"),
+]
+
+
+def core_problem(e: Exception) -> tuple[str, str]:
+    """A core ``ConfigError`` as a problem (field path, message) in the scenario's own terms."""
+    return _core_names(str(getattr(e, "field", "") or "scenario"), str(getattr(e, "message", "") or e))
+
+
+def _core_names(field: str, message: str) -> tuple[str, str]:
+    for pattern, repl in _CORE_NAMES:
+        field = pattern.sub(repl, field)
+    return field, message
+
+
 def _check_core(sc: Scenario, label: str | None) -> None:
     """Ask the core about what only it can judge (algorithm names, cc_params, traces, the
     topology: routes, loops, paths)."""
@@ -1294,7 +1412,6 @@ def _check_core(sc: Scenario, label: str | None) -> None:
         from . import _core
     except ImportError:  # pure-Python use without the compiled core
         return
-    try:
-        _core.validate(sc.to_core_json())
-    except _core.ConfigError as e:
-        raise ScenarioError([(getattr(e, "field", "scenario"), getattr(e, "message", str(e)))], source=label) from None
+    found = _core.problems(sc.to_core_json())
+    if found:
+        raise ScenarioError([_core_names(f, m) for f, m in found], source=label)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .result import RunResult
-from .scenario import Scenario, load_scenario
+from .scenario import Scenario, ScenarioError, core_problem, load_scenario
 
 __all__ = ["simulate", "SimulationError"]
 
@@ -38,5 +38,7 @@ def simulate(
         raw = _core.simulate(sc.to_core_json(), progress)
     except _core.SimError as e:
         raise SimulationError(str(e)) from None
+    except _core.ConfigError as e:  # what load_scenario's check missed: still the user's field
+        raise ScenarioError([core_problem(e)]) from None
     wall = time.perf_counter() - t0
     return RunResult.from_core(sc, raw, wall, __version__)

@@ -267,8 +267,8 @@ def test_dcf_errors_are_named():
     assert "media[0].rate_adaptation" in problems(dcf_cell(2, rate_adaptation="minstrel"))
     assert "media[0].arf_failure_threshold" in problems(dcf_cell(2, arf_failure_threshold=0))
     # The core's checks: a top rate outside the standard's set, AARF's bound below its minimum.
-    assert "media[0].spec.data_rate_bps" in problems(dcf_cell(2, rate_adaptation="arf", data_rate_bps=50e6))
-    assert "media[0].spec.aarf_max_success_threshold" in problems(
+    assert "media[0].data_rate_bps" in problems(dcf_cell(2, rate_adaptation="arf", data_rate_bps=50e6))
+    assert "media[0].aarf_max_success_threshold" in problems(
         dcf_cell(2, rate_adaptation="aarf", arf_success_threshold=20, aarf_max_success_threshold=15))
     d = wlan_cell(2)
     d["media"][0]["rate_bps"] = 0

@@ -162,7 +162,7 @@ pub fn from_fields<T: DeserializeOwned>(
 ) -> Result<T, NetError> {
     let e = match serde_json::from_value::<T>(v.clone()) {
         Ok(t) => return Ok(t),
-        Err(e) => e.to_string(),
+        Err(e) => crate::error::plain_json_error(&e),
     };
     if let serde_json::Value::Object(m) = &v {
         for (k, x) in m {
@@ -172,15 +172,15 @@ pub fn from_fields<T: DeserializeOwned>(
             }
             one.insert(k.clone(), x.clone());
             if let Err(e1) = serde_json::from_value::<T>(serde_json::Value::Object(one)) {
-                return Err(NetError::field(format!("{path}.{k}"), e1.to_string()));
+                return Err(NetError::field(
+                    format!("{path}.{k}"),
+                    crate::error::plain_json_error(&e1),
+                ));
             }
         }
     }
-    match e
-        .strip_prefix("missing field `")
-        .and_then(|r| r.split('`').next())
-    {
-        Some(name) => Err(NetError::field(format!("{path}.{name}"), e.clone())),
+    match e.strip_prefix("required: ") {
+        Some(name) => Err(NetError::field(format!("{path}.{name}"), "required")),
         None => Err(NetError::field(path, e)),
     }
 }

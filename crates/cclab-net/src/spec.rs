@@ -260,6 +260,11 @@ impl LinkSpec {
                 "give either rate_bps or capacity_trace, not both",
             ));
         }
+        if let Some(text) = &self.capacity_trace_text {
+            // Parsed here too, not only when the link is built: what validates must run.
+            MahimahiTrace::parse(text)
+                .map_err(|e| NetError::field(format!("{path}.capacity_trace"), e.to_string()))?;
+        }
         check_nonneg(&format!("{path}.delay_ms"), self.delay_ms)?;
         if self.queue_pkts.is_some() && self.queue_bytes.is_some() {
             return Err(NetError::field(

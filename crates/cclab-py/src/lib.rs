@@ -135,6 +135,18 @@ fn validate(config_json: &str) -> PyResult<()> {
     parse(config_json).map(|_| ())
 }
 
+/// Every problem of a normalised scenario (JSON), as a list of (field, message): empty when it
+/// is valid. Unlike `validate`, it does not stop at the first (`Scenario::problems`); JSON that
+/// does not parse gives the one problem where it stopped.
+#[pyfunction]
+fn problems(config_json: &str) -> Vec<(String, String)> {
+    let all = match Scenario::from_json_unchecked(config_json) {
+        Ok(sc) => sc.problems(),
+        Err(e) => vec![e],
+    };
+    all.into_iter().map(|e| (e.field, e.message)).collect()
+}
+
 /// The network a normalised scenario builds (JSON): nodes, links, the simulated link
 /// directions and each flow's route (`cclab_sim::lower::Lowered`), as both backends build it.
 #[pyfunction]
@@ -195,6 +207,7 @@ fn version() -> &'static str {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(problems, m)?)?;
     m.add_function(wrap_pyfunction!(lower, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(middleware_bounds, m)?)?;

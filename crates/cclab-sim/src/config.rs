@@ -28,6 +28,10 @@ impl ConfigError {
     }
 }
 
+/// The longest run, s (python/cclab/scenario.py MAX_DURATION_S): 10^6 s is beyond any study's
+/// runs, and every time within it fits the 64-bit nanosecond clock.
+pub const MAX_DURATION_S: f64 = 1e6;
+
 pub(crate) fn err(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
     ConfigError {
         field: field.into(),
@@ -449,11 +453,28 @@ impl Duplex {
 }
 
 impl Scenario {
-    /// Parse the normalised JSON; errors name the field serde stopped at.
+    /// Parse the normalised JSON; errors name the field serde stopped at (its path in the JSON,
+    /// `bottleneck.fwd.queue_pkts`, which front ends map to their own names) and say what is
+    /// accepted without JSON positions or Rust type names.
     pub fn from_json(text: &str) -> Result<Scenario, ConfigError> {
-        let s: Scenario = serde_json::from_str(text).map_err(|e| err("scenario", e.to_string()))?;
+        let s = Self::from_json_unchecked(text)?;
         s.validate()?;
         Ok(s)
+    }
+
+    /// Parse the normalised JSON without checking the values (`problems` lists them); errors as
+    /// [`Scenario::from_json`]'s.
+    pub fn from_json_unchecked(text: &str) -> Result<Scenario, ConfigError> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let field = if path.is_empty() || path == "." {
+                "scenario".to_string()
+            } else {
+                path
+            };
+            err(field, cclab_net::error::plain_json_error(e.inner()))
+        })
     }
 
     /// Check every value the simulator relies on.
@@ -465,15 +486,42 @@ impl Scenario {
 
     /// Every check but the network's: the fields one by one (what `lower` relies on).
     pub(crate) fn check_fields(&self) -> Result<(), ConfigError> {
-        if !(self.duration_s.is_finite() && self.duration_s > 0.0) {
-            return Err(err(
+        match self.field_problems().into_iter().next() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Every problem `validate` would find, not only the first: the scalar fields, the host
+    /// stack, the network and each flow are checked apart (within one of them, its first
+    /// problem); the routes and paths only once all of those are right (the lowering needs them).
+    pub fn problems(&self) -> Vec<ConfigError> {
+        let mut out = self.field_problems();
+        if out.is_empty() {
+            if let Err(e) = crate::lower::lower(self) {
+                out.push(e);
+            }
+        }
+        out
+    }
+
+    fn field_problems(&self) -> Vec<ConfigError> {
+        let mut out = Vec::new();
+        if !(self.duration_s.is_finite()
+            && self.duration_s > 0.0
+            && self.duration_s <= MAX_DURATION_S)
+        {
+            out.push(err(
                 "duration_s",
-                format!("{} is not accepted: a time > 0", self.duration_s),
+                format!(
+                    "{} is not accepted: a time > 0 and at most {MAX_DURATION_S:e} s",
+                    self.duration_s
+                ),
             ));
         }
         let hz = self.sim.kernel_hz;
         if !(hz == 100 || hz == 250 || hz == 300 || hz == 1000) {
-            return Err(err(
+            out.push(err(
                 "sim.kernel_hz",
                 format!("{hz} is not accepted: 100, 250, 300 or 1000"),
             ));
@@ -481,82 +529,90 @@ impl Scenario {
         let tick_us = 1e6 / f64::from(hz);
         let phase = self.sim.tick_phase_us;
         if !(phase.is_finite() && (0.0..tick_us).contains(&phase)) {
-            return Err(err(
+            out.push(err(
                 "sim.tick_phase_us",
                 format!("{phase} is not accepted: 0 <= x < one tick ({tick_us} us at HZ {hz})"),
             ));
         }
         if !(self.sim.trace_interval_ms.is_finite() && self.sim.trace_interval_ms >= 0.1) {
-            return Err(err("sim.trace_interval_ms", "a period of at least 0.1 ms"));
+            out.push(err("sim.trace_interval_ms", "a period of at least 0.1 ms"));
         }
-        self.host.validate("host")?;
-        self.validate_network()?;
+        out.extend(self.host.validate("host").err().map(ConfigError::from));
+        out.extend(self.validate_network().err());
         if self.flows.is_empty() {
-            return Err(err("flows", "at least one flow"));
+            out.push(err("flows", "at least one flow"));
         }
         for (i, f) in self.flows.iter().enumerate() {
-            let p = format!("flows[{i}]");
-            if !(64..=65495).contains(&f.mss_bytes) {
-                return Err(err(
-                    format!("{p}.mss_bytes"),
-                    format!("{} is not accepted: 64..65495", f.mss_bytes),
-                ));
-            }
-            if f.initial_cwnd_pkts == 0 {
-                return Err(err(
-                    format!("{p}.initial_cwnd_pkts"),
-                    "0 is not accepted: at least 1",
-                ));
-            }
-            check_nonneg(&format!("{p}.start_s"), f.start_s)?;
-            f.check_transport(&p)?;
-            if let Some(w) = &f.workload {
-                if f.transport != crate::udp::Transport::Tcp {
-                    return Err(err(
-                        format!("{p}.workload"),
-                        "only for a TCP flow (transport = \"tcp\")",
-                    ));
-                }
-                w.validate(&p, f.size_bytes)?;
-            }
-            for (n, v) in [
-                ("rto_min_ms", f.rto_min_ms),
-                ("rto_initial_ms", f.rto_initial_ms),
-                ("rto_max_ms", f.rto_max_ms),
-            ] {
-                if !(v.is_finite() && v >= 1.0) {
-                    return Err(err(
-                        format!("{p}.{n}"),
-                        format!("{v} is not accepted: at least 1 ms"),
-                    ));
-                }
-            }
-            if f.rtt_gains == crate::tcp::rtt::RttGains::PerWindow
-                && f.rto_min_mode != crate::tcp::rtt::RtoMinMode::Rfc6298
-            {
-                return Err(err(
-                    format!("{p}.rtt_gains"),
-                    "\"per_window\" is not accepted with rto_min_mode = \"linux\": it scales RFC \
-                     6298's estimator (rto_min_mode = \"rfc6298\"); Linux's decays rttvar once per \
-                     RTT by itself",
-                ));
-            }
-            if f.rto_min_ms > f.rto_max_ms {
-                return Err(err(format!("{p}.rto_min_ms"), "must not exceed rto_max_ms"));
-            }
-            if f.sto_response == crate::tcp::sto::StoResponse::Reno && f.frto {
-                return Err(err(
-                    format!("{p}.frto"),
-                    "true is not accepted with sto_response = \"reno\" (no detection, plain \
-                     go-back-N): set frto = false or choose another sto_response",
-                ));
-            }
-            cc::build(&f.cc, &f.cc_params).map_err(|e| cc_error(&p, &e))?;
+            out.extend(Self::check_flow(&format!("flows[{i}]"), f).err());
         }
         if let Some(m) = &self.middleware {
-            m.validate("middleware")?;
-            self.check_middleware_hosts(m)?;
+            out.extend(
+                m.validate("middleware")
+                    .and_then(|_| self.check_middleware_hosts(m))
+                    .err(),
+            );
         }
+        out
+    }
+
+    /// One flow's fields; the first problem.
+    fn check_flow(p: &str, f: &FlowSpec) -> Result<(), ConfigError> {
+        if !(64..=65495).contains(&f.mss_bytes) {
+            return Err(err(
+                format!("{p}.mss_bytes"),
+                format!("{} is not accepted: 64..65495", f.mss_bytes),
+            ));
+        }
+        if f.initial_cwnd_pkts == 0 {
+            return Err(err(
+                format!("{p}.initial_cwnd_pkts"),
+                "0 is not accepted: at least 1",
+            ));
+        }
+        check_nonneg(&format!("{p}.start_s"), f.start_s)?;
+        f.check_transport(p)?;
+        if let Some(w) = &f.workload {
+            if f.transport != crate::udp::Transport::Tcp {
+                return Err(err(
+                    format!("{p}.workload"),
+                    "only for a TCP flow (transport = \"tcp\")",
+                ));
+            }
+            w.validate(p, f.size_bytes)?;
+        }
+        for (n, v) in [
+            ("rto_min_ms", f.rto_min_ms),
+            ("rto_initial_ms", f.rto_initial_ms),
+            ("rto_max_ms", f.rto_max_ms),
+        ] {
+            if !(v.is_finite() && v >= 1.0) {
+                return Err(err(
+                    format!("{p}.{n}"),
+                    format!("{v} is not accepted: at least 1 ms"),
+                ));
+            }
+        }
+        if f.rtt_gains == crate::tcp::rtt::RttGains::PerWindow
+            && f.rto_min_mode != crate::tcp::rtt::RtoMinMode::Rfc6298
+        {
+            return Err(err(
+                format!("{p}.rtt_gains"),
+                "\"per_window\" is not accepted with rto_min_mode = \"linux\": it scales RFC \
+                 6298's estimator (rto_min_mode = \"rfc6298\"); Linux's decays rttvar once per \
+                 RTT by itself",
+            ));
+        }
+        if f.rto_min_ms > f.rto_max_ms {
+            return Err(err(format!("{p}.rto_min_ms"), "must not exceed rto_max_ms"));
+        }
+        if f.sto_response == crate::tcp::sto::StoResponse::Reno && f.frto {
+            return Err(err(
+                format!("{p}.frto"),
+                "true is not accepted with sto_response = \"reno\" (no detection, plain \
+                 go-back-N): set frto = false or choose another sto_response",
+            ));
+        }
+        cc::build(&f.cc, &f.cc_params).map_err(|e| cc_error(p, &e))?;
         Ok(())
     }
 

@@ -485,6 +485,30 @@ pub fn lower(sc: &Scenario) -> Result<Lowered, ConfigError> {
                 f.reverse_path.as_ref(),
             )?,
         };
+        if f.transport != crate::udp::Transport::Udp {
+            let subs = if r.subflows.is_empty() {
+                std::slice::from_ref(&r)
+            } else {
+                &r.subflows[..]
+            };
+            for (k, sub) in subs.iter().enumerate() {
+                if !round_trip_takes_time(sub, &links) {
+                    let at = if r.subflows.is_empty() {
+                        p.clone()
+                    } else {
+                        format!("{p}.paths[{k}]")
+                    };
+                    return Err(ConfigError {
+                        field: at,
+                        message: "its round trip takes no time: no link it crosses, there or \
+                                  back, has a rate_bps, capacity_trace or delay_ms, and no host \
+                                  on it a device_rate_bps, so simulated time would never advance; \
+                                  give one of them a delay_ms or a rate_bps"
+                            .into(),
+                    });
+                }
+            }
+        }
         flows.push(r);
     }
     Ok(Lowered {
@@ -496,6 +520,29 @@ pub fn lower(sc: &Scenario) -> Result<Lowered, ConfigError> {
         stacks,
         devices,
     })
+}
+
+/// Whether a TCP connection's round trip on `route` takes time: a medium, a host device, or
+/// a link direction with a rate, a trace, a delay of at least 1 ns or a radio bearer. One that
+/// takes none would send and acknowledge forever at one instant.
+fn round_trip_takes_time(route: &FlowRoute, links: &[SimLink]) -> bool {
+    if route.sender_device.is_some() || route.ack_device.is_some() {
+        return true;
+    }
+    route
+        .fwd
+        .iter()
+        .chain(&route.rev)
+        .any(|h| match links.get(h.element as usize) {
+            None => true, // a medium: every kind spends airtime
+            Some(l) => {
+                let s = &l.spec;
+                s.rate_bps.is_some()
+                    || s.capacity_trace_text.is_some()
+                    || cclab_net::spec::ms_to_ns(s.delay_ms) > 0
+                    || s.radio.is_some()
+            }
+        })
 }
 
 fn check_ends(path: &[String], first: &str, last: &str, field: &str) -> Result<(), ConfigError> {

@@ -21,6 +21,7 @@ pcap / pcapng             no cwnd at all: the bytes in flight (highest sequence 
 from __future__ import annotations
 
 import re
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,10 @@ def _checked(df: pd.DataFrame) -> pd.DataFrame:
         bad = v[np.isfinite(v) & (v < 0)]
         if bad.size:
             raise _err(f"{col}: a negative {what} ({bad[0]:g}) is not accepted")
+        huge = v[np.isfinite(v) & (v > MAX_CWND_PKTS)] if col == "cwnd_pkts" else v[:0]
+        if huge.size:
+            raise _err(f"cwnd_pkts: a cwnd of {huge[0]:g} is not accepted: at most {MAX_CWND_PKTS} packets "
+                       "(Linux's snd_cwnd is 32 bits)")
         ok &= np.isfinite(v)
     attrs = dict(df.attrs)
     if not ok.all():
@@ -72,7 +77,18 @@ def _checked(df: pd.DataFrame) -> pd.DataFrame:
         df.attrs.update(attrs, dropped_rows=int((~ok).sum()))
     if len(df) < 2:
         raise _err(f"the trace has {len(df)} usable row(s) (time and cwnd both finite numbers): nothing to judge")
+    t = pd.to_numeric(df["t_s"], errors="coerce").to_numpy(float)
+    if t.max() - t.min() > MAX_SPAN_S:
+        raise _err(f"t_s: the samples span {t.max() - t.min():g} s (from {t.min():g} to {t.max():g}): not one "
+                   f"connection's time series; accepted: at most {MAX_SPAN_S:g} s")
     return df
+
+
+#: The largest cwnd accepted, packets (tcp_sock.snd_cwnd is a u32).
+MAX_CWND_PKTS = 2**32 - 1
+
+#: The longest trace accepted, s (about three years): a longer span is a stray or misread time.
+MAX_SPAN_S = 1e8
 
 
 def _read(
@@ -164,35 +180,44 @@ def _one_flow(df: pd.DataFrame, flow: Any) -> pd.DataFrame:
         out.attrs["flows"] = [str(n) for n in names]
         out.attrs["flow"] = str(out["flow"].iloc[0]) if len(out) else None
     if "ca_state" in out.columns and not pd.api.types.is_numeric_dtype(out["ca_state"]):
-        out["ca_state"] = out["ca_state"].map({n: i for i, n in enumerate(_CA)}).astype(float)
-    out["cwnd_pkts"] = out["cwnd_pkts"].astype(float)
+        names = {n: float(i) for i, n in enumerate(_CA)}
+        out["ca_state"] = _numbers(out["ca_state"].map(lambda v: names.get(v, v)))
+    for col in ("t_s", "cwnd_pkts", *(c for c in _CCLAB_EXTRA if c in out.columns and c != "ca_state")):
+        out[col] = _numbers(out[col])
     return out.sort_values("t_s", kind="stable").reset_index(drop=True)
+
+
+def _numbers(col: pd.Series) -> pd.Series:
+    """A column as floats; a cell that is not a number becomes NaN (load_trace drops and counts
+    rows whose time or cwnd is NaN; the estimators skip NaN elsewhere)."""
+    return pd.to_numeric(col, errors="coerce").astype(float)
 
 
 def _tcpinfo_fields(df: pd.DataFrame) -> pd.DataFrame:
     """TCP_INFO's fields other than time and cwnd, in cclab's names and units (row-aligned)."""
     out = pd.DataFrame(index=df.index)
     if "snd_ssthresh" in df:
-        out["ssthresh_pkts"] = df["snd_ssthresh"].where(df["snd_ssthresh"] < 0x7FFFFFFF).astype(float)
+        ss = _numbers(df["snd_ssthresh"])
+        out["ssthresh_pkts"] = ss.where(ss < 0x7FFFFFFF)
     for src, dst in (("rtt", "srtt_ms"), ("rttvar", "rttvar_ms"), ("min_rtt", "min_rtt_ms"), ("rto", "rto_ms")):
         if src in df:
-            out[dst] = df[src].astype(float) / 1000.0
+            out[dst] = _numbers(df[src]) / 1000.0
     if "ca_state" in df:
-        out["ca_state"] = df["ca_state"].astype(float)
+        out["ca_state"] = _numbers(df["ca_state"])
     if "bytes_acked" in df:
-        out["delivered_bytes"] = df["bytes_acked"].astype(float)
+        out["delivered_bytes"] = _numbers(df["bytes_acked"])
     if "total_retrans" in df:
-        out["retrans_pkts"] = df["total_retrans"].astype(float)
+        out["retrans_pkts"] = _numbers(df["total_retrans"])
     if "pacing_rate" in df:
-        out["pacing_rate_bps"] = df["pacing_rate"].astype(float) * 8
+        out["pacing_rate_bps"] = _numbers(df["pacing_rate"]) * 8
     if "delivery_rate" in df:
-        out["delivery_rate_bps"] = df["delivery_rate"].astype(float) * 8
+        out["delivery_rate_bps"] = _numbers(df["delivery_rate"]) * 8
     return out
 
 
 def _from_tcpinfo(df: pd.DataFrame) -> pd.DataFrame:
     """TCP_INFO samples with the kernel's field names and units (us, bytes/s)."""
-    out = pd.DataFrame({"t_s": df["t"].astype(float), "cwnd_pkts": df["snd_cwnd"].astype(float)})
+    out = pd.DataFrame({"t_s": _numbers(df["t"]), "cwnd_pkts": _numbers(df["snd_cwnd"])})
     out = pd.concat([out, _tcpinfo_fields(df)], axis=1)
     return out.sort_values("t_s", kind="stable").reset_index(drop=True)
 
@@ -220,6 +245,8 @@ def _from_ss(path: Path) -> pd.DataFrame:
         row: dict[str, Any] = {"t_s": now if now is not None else float(len(rows))}
         for k, v in _SS_FIELD.findall(line):
             row[k] = float(v)
+        if "cwnd" not in row:  # "cwnd:" without a number: not a sample
+            continue
         r = _SS_RTT.search(line)
         if r:
             row["srtt_ms"], row["rttvar_ms"] = float(r.group(1)), float(r.group(2))
@@ -253,7 +280,7 @@ def _from_pcap(path: Path) -> pd.DataFrame:
             raise _err(f"{path}: not a pcap/pcapng capture ({e})") from None
         link = reader.datalink()
         pkts = []
-        for ts, buf in reader:
+        for ts, buf in _records(reader):
             ip = _ip_of(buf, link)
             if ip is None or not isinstance(ip.data, dpkt.tcp.TCP):
                 continue
@@ -291,6 +318,21 @@ def _from_pcap(path: Path) -> pd.DataFrame:
     df.attrs["source"] = "pcap: bytes in flight / MSS"
     df.attrs["mss_bytes"] = mss
     return df
+
+
+def _records(reader: Any) -> Any:
+    """The capture's records up to its end, or up to where it is cut (a capture copied while
+    being written ends mid-record: what came before is kept)."""
+    import dpkt
+
+    it = iter(reader)
+    while True:
+        try:
+            yield next(it)
+        except StopIteration:
+            return
+        except (dpkt.dpkt.NeedData, dpkt.dpkt.UnpackError, ValueError, struct.error):
+            return
 
 
 def _ip_of(buf: bytes, link: int) -> Any:
