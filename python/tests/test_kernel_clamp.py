@@ -83,8 +83,11 @@ def test_caps_are_applied_and_moved_while_the_flow_runs():
     # Python sender fills the loopback socket: cwnd only grows while cwnd-limited) but not past 30.
     assert 10 < max(after) <= 30
     assert status["caps"] == {PORT: 30}
-    # The last cap applied per socket: both ends of the loopback flow are in the cgroup.
-    assert status["applied"] == [30, 30]
+    # The last cap applied per socket: both ends of the loopback flow are in the cgroup. The
+    # sending end took the new cap (its window grew past 10, above); the receiving end only
+    # takes it at its next sock_ops callback, which a socket that sends nothing but ACKs may not
+    # get before the flow ends (this was the test's flakiness: [10, 30] in about half the runs).
+    assert 30 in status["applied"] and set(status["applied"]) <= {10, 30} and len(status["applied"]) == 2
     assert clamp.cgroup is not None and not clamp.cgroup.exists()
 
 
