@@ -60,6 +60,20 @@ def _middleware_table(sc: "Scenario", events: "pd.DataFrame") -> "pd.DataFrame |
 _TABLES = ("flows", "links", "events")
 
 
+
+class _FrameTable:
+    """A RunResult table (``flows``, ``links``, ``events``) read as a pandas DataFrame, built
+    from the run's numpy columns on first access (``RunResult._frame``); set: that DataFrame."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        return self if obj is None else obj._frame(self.name)
+
+    def __set__(self, obj: Any, df: "pd.DataFrame") -> None:
+        obj._frames[self.name] = df
+
 class RunResult:
     """Traces and statistics of one run.
 
@@ -115,29 +129,11 @@ class RunResult:
             self._frames[name] = self._tables[name].to_pandas()
         return self._frames[name]
 
-    @property
-    def flows(self) -> "pd.DataFrame":
-        return self._frame("flows")
-
-    @flows.setter
-    def flows(self, df: "pd.DataFrame") -> None:
-        self._frames["flows"] = df
-
-    @property
-    def links(self) -> "pd.DataFrame":
-        return self._frame("links")
-
-    @links.setter
-    def links(self, df: "pd.DataFrame") -> None:
-        self._frames["links"] = df
-
-    @property
-    def events(self) -> "pd.DataFrame":
-        return self._frame("events")
-
-    @events.setter
-    def events(self, df: "pd.DataFrame") -> None:
-        self._frames["events"] = df
+    #: The run's tables as pandas DataFrames, each built from its columns on first access
+    #: (``_FrameTable``); assigning one replaces it.
+    flows = _FrameTable()
+    links = _FrameTable()
+    events = _FrameTable()
 
     @property
     def middleware(self) -> "pd.DataFrame | None":
