@@ -97,6 +97,16 @@ def _path(cap: str, duration_s: float, **link) -> dict:
                            "table": [{"from_ratio_rtt_ms": 0, "upper_pkts": 30, "lower_pkts": 25}]}}
 
 
+def _explain(samples, out, steps, events) -> str:
+    """What a failure needs to be understood: the samples out of range with their state, the
+    daemon's steps and the run's events around them."""
+    t0, t1 = out["t_s"].min() - 0.6, out["t_s"].max() + 0.6
+    near = lambda df: df[(df["t_s"] > t0) & (df["t_s"] < t1)].to_string()  # noqa: E731
+    cols = ["t_s", "cwnd_pkts", "ssthresh_pkts", "ca_state"]
+    return (f"cwnd counts:\n{samples['cwnd_pkts'].value_counts().sort_index().to_string()}\n"
+            f"out of range:\n{out[cols].to_string()}\nsteps:\n{near(steps)}\nevents:\n{near(events)}")
+
+
 @root_only
 @mw_built
 @pytest.mark.parametrize("cap", ["clamp", "cc"])
@@ -119,7 +129,7 @@ def test_the_daemon_keeps_real_sockets_within_both_bounds(cap, tmp_path):
     cw = after["cwnd_pkts"]
     out = cw[~cw.between(25, 30)]
     if cap == "clamp":
-        assert out.empty, cw.value_counts().sort_index()
+        assert out.empty, _explain(after, out, steps, r.events)
     else:
         # With the cap inside cclab_cubic_mw, CUBIC's own store of its growth precedes the
         # range's by a few hundred ns, and TCP_INFO does not lock the socket: now and then one

@@ -54,6 +54,11 @@ def _start(tmp_path: Path) -> tuple[subprocess.Popen, set[str]]:
     return p, before
 
 
+def _record_name(pid: int) -> str:
+    """The run id of the run in process ``pid`` (its record's name)."""
+    return next(r.stem for r in REGISTRY.glob("*.json") if json.loads(r.read_text()).get("pid") == pid)
+
+
 def _records_of(pid: int) -> list[dict]:
     recs = [json.loads(r.read_text()) for r in REGISTRY.glob("*.json")] if REGISTRY.is_dir() else []
     return [r for r in recs if r.get("pid") == pid]
@@ -77,7 +82,7 @@ def test_a_signal_tears_the_run_down(tmp_path, sig):
 @root_only
 def test_after_sigkill_the_next_run_reaps_and_a_second_run_is_refused(tmp_path):
     p, before = _start(tmp_path)
-    rec = _records_of(p.pid)[0]
+    rec, run_id = _records_of(p.pid)[0], _record_name(p.pid)
     # A second run while this one is on: refused, naming the first.
     sc = tmp_path / "sig.toml"
     second = subprocess.run([sys.executable, "-m", "cclab", "run", str(sc), "--backend", "kernel", "-q",
@@ -90,9 +95,14 @@ def test_after_sigkill_the_next_run_reaps_and_a_second_run_is_refused(tmp_path):
     assert set(rec["namespaces"]) <= set(list_namespaces())  # left behind, until the next run
     from cclab.kernel.netns import reap_stale_runs
 
+    from cclab.kernel.clamp import cgroup2_root
+
+    cgroup = cgroup2_root() / f"cclab-run{run_id}"
+    assert cgroup.is_dir()  # the BPF program's cgroup (the timeout log runs on every TCP run)
     removed = reap_stale_runs()
     assert set(rec["namespaces"]) <= set(removed)
     assert set(list_namespaces()) <= before and not Path(rec["tmp"]).exists()
+    assert not cgroup.exists()
 
 
 def test_a_forked_child_of_a_run_keeps_the_default_sigterm():

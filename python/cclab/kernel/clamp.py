@@ -39,7 +39,7 @@ from typing import Any
 from . import binaries, child
 from .netns import require_root
 
-__all__ = ["CwndClamp", "ClampError", "cgroup2_root", "clean_cgroups", "kernel_hz", "is_built", "BPF_RTO_MIN_MAX_MS"]
+__all__ = ["CwndClamp", "ClampError", "cgroup2_root", "clean_cgroups", "remove_cgroup", "kernel_hz", "is_built", "BPF_RTO_MIN_MAX_MS"]
 
 BINARY = "cclab-cwnd-clamp"
 BUILD_HINT = "build it with `cargo build --release -p cclab-bpf` (part of `make setup-test`; needs clang, libbpf-dev)"
@@ -112,6 +112,22 @@ def _evacuate_and_remove(cg: Path) -> None:
         except OSError:
             time.sleep(0.02)  # a process is still leaving
     cg.rmdir()
+
+
+def remove_cgroup(name: str) -> bool:
+    """Remove the cgroup a ``CwndClamp(name)`` made, if it is there (a run killed by SIGKILL
+    leaves it: netns.reap_stale_runs); whether it was."""
+    try:
+        cg = cgroup2_root() / f"{PREFIX}{name}"
+    except ClampError:
+        return False
+    if not cg.is_dir():
+        return False
+    try:
+        _evacuate_and_remove(cg)
+    except OSError:
+        return False
+    return True
 
 
 def clean_cgroups() -> list[str]:

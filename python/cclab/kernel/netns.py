@@ -156,12 +156,16 @@ def _remove_namespaces(names: list[str]) -> list[str]:
 
 
 def _remove_run(rec: Path, data: dict) -> list[str]:
-    """Kill what runs in a recorded run's namespaces, remove them, its temporary directory and
-    its record. Returns the namespaces removed."""
+    """Kill what runs in a recorded run's namespaces, remove them, its temporary directory, its
+    BPF clamp's cgroup (``cclab-run<run id>``, backend.py) and its record. Returns the namespaces
+    removed."""
+    from .clamp import remove_cgroup
+
     removed = _remove_namespaces(data.get("namespaces", []))
     tmp = data.get("tmp")
     if tmp and Path(tmp).name.startswith("cclab-kernel-"):
         shutil.rmtree(tmp, ignore_errors=True)
+    remove_cgroup(f"run{rec.stem}")
     rec.unlink(missing_ok=True)
     return removed
 
