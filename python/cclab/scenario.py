@@ -491,6 +491,10 @@ class DcfMedium(_Model):
     arf_timer_threshold: int = Field(default=15, ge=1)
     #: AARF: the largest success threshold (doubled after each failed probe).
     aarf_max_success_threshold: int = Field(default=60, ge=1)
+    #: How a waiting station's backoff counter counts a busy medium: "ieee" (802.11-2016
+    #: 10.3.4.3, as ns-3: frozen while busy, decremented at the end of idle slots) or "bianchi"
+    #: (Bianchi 2000's Markov chain: a busy period counts as one slot). docs/dcf.md, "Validation".
+    backoff_rule: Literal["ieee", "bianchi"] = "ieee"
 
     @model_validator(mode="after")
     def _ports(self) -> "DcfMedium":
@@ -512,7 +516,8 @@ class DcfMedium(_Model):
                 d[k] = int(round(d[k]))
         if not d.get("frame_error_rates"):
             d.pop("frame_error_rates", None)
-        # Rate adaptation's fields at their defaults stay out (the core has the same defaults).
+        # Rate adaptation's fields and the backoff rule at their defaults stay out (the core has
+        # the same defaults).
         for k in _RATE_ADAPTATION_FIELDS:
             if d.get(k) == DcfMedium.model_fields[k].default:
                 d.pop(k)
@@ -520,7 +525,7 @@ class DcfMedium(_Model):
 
 
 _RATE_ADAPTATION_FIELDS = ("rate_adaptation", "arf_failure_threshold", "arf_success_threshold",
-                           "arf_timer_threshold", "aarf_max_success_threshold")
+                           "arf_timer_threshold", "aarf_max_success_threshold", "backoff_rule")
 
 
 class MeshMedium(_Model):

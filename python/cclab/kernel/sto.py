@@ -72,7 +72,10 @@ __all__ = ["read_tcpext", "flow_sto_facts", "rto_rows", "sto_log_of", "TCPEXT_KE
 UNDO_COUNTERS = ("TCPLossUndo", "TCPFullUndo", "TCPDSACKUndo", "TCPPartialUndo")
 #: The TcpExt counters kept in the summary (per namespace).
 TCPEXT_KEPT = UNDO_COUNTERS + ("TCPSpuriousRTOs", "TCPTimeouts", "TCPLossProbes", "TCPDSACKOldSent",
-                               "TCPDSACKOfoSent", "TCPDSACKRecv", "TCPDSACKOfoRecv", "TCPSackRecoveryFail")
+                               "TCPDSACKOfoSent", "TCPDSACKRecv", "TCPDSACKOfoRecv", "TCPSackRecoveryFail",
+                               # tcp_cubic.c hystart_update(): which HyStart detector ended slow start, at what cwnd
+                               "TCPHystartTrainDetect", "TCPHystartTrainCwnd", "TCPHystartDelayDetect",
+                               "TCPHystartDelayCwnd")
 #: How far (s) a link's record may lie outside the sampled interval (the two clocks share the
 #: run's zero to about 0.1 ms; a retransmission reaches the link microseconds after the timer).
 _SLACK_S = 0.002

@@ -12,6 +12,9 @@
 //!   station transmits at the slot boundary where its counter is 0. CW starts at CWmin, becomes
 //!   `min(2 CW + 1, CWmax)` after each failed attempt, and returns to CWmin after a success or a
 //!   drop.
+//!   With `backoff_rule = "bianchi"` a waiting station also counts each busy period as one
+//!   slot, as the time step of Bianchi's (2000) Markov chain does: the cell then reproduces that
+//!   chain (tests/dcf.rs checks it against an exact simulation of the chain).
 //! - **Post-backoff.** After every exchange the sender draws a new backoff, whether or not it
 //!   has another frame; the counter runs down in idle slots with an empty queue too. A frame
 //!   offered to a station with no backoff pending goes at the first slot boundary after it is
@@ -88,7 +91,7 @@ mod tests_spec;
 
 pub use phy::Standard;
 pub use rate::{RateAdaptation, Step};
-pub use spec::{DcfParams, DcfSpec};
+pub use spec::{BackoffRule, DcfParams, DcfSpec};
 pub use station::{DcfStationStats, MAX_RATES};
 
 use rate::Arf;
@@ -302,6 +305,9 @@ impl<P: NetPacket> DcfCell<P> {
         let m = (t - self.first_boundary_ns()) / p.slot_ns;
         debug_assert_eq!(self.boundary_ns(m), t);
         self.attempts.clear();
+        // Slots a waiting station counts for this exchange beyond the m idle ones: the busy
+        // period is one more under Bianchi's rule.
+        let busy_slot = u64::from(p.backoff_rule == BackoffRule::Bianchi);
         for (port, s) in self.stations.iter_mut().enumerate() {
             match s.backoff {
                 Some(k) if k == m && !s.queue.is_empty() => {
@@ -317,8 +323,8 @@ impl<P: NetPacket> DcfCell<P> {
                         delivered: false,
                     });
                 }
-                // Frozen after counting m idle slots.
-                Some(k) if k > m => s.backoff = Some(k - m),
+                // Frozen after counting m idle slots (Bianchi: and the busy period).
+                Some(k) if k > m => s.backoff = Some(k - m - busy_slot),
                 // Ran out with an empty queue: nothing pending.
                 Some(_) => {
                     debug_assert!(s.queue.is_empty(), "a frame waited past its backoff");

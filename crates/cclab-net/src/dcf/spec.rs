@@ -108,6 +108,30 @@ pub struct DcfSpec {
     /// AARF: the largest success threshold (it doubles after each failed probe); default 60.
     #[serde(skip_serializing_if = "is_default_max_success_threshold")]
     pub aarf_max_success_threshold: u32,
+    /// How a backoff counter counts a busy medium: `"ieee"` (default; 802.11-2016 10.3.4.3, as
+    /// ns-3: frozen while the medium is busy, decremented only at the end of idle slots) or
+    /// `"bianchi"` (Bianchi 2000's Markov chain, whose time step is an idle slot or a whole
+    /// transmission: a station that did not transmit counts a busy period as one slot).
+    #[serde(skip_serializing_if = "BackoffRule::is_ieee")]
+    pub backoff_rule: BackoffRule,
+}
+
+/// How a waiting station's backoff counter counts a busy medium ([`DcfSpec::backoff_rule`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackoffRule {
+    /// IEEE 802.11-2016 10.3.4.3: frozen while the medium is busy.
+    #[default]
+    Ieee,
+    /// Bianchi (2000): a busy period counts as one slot for the stations that did not send.
+    Bianchi,
+}
+
+impl BackoffRule {
+    /// Whether this is the standard's rule (the default).
+    pub fn is_ieee(&self) -> bool {
+        *self == BackoffRule::Ieee
+    }
 }
 
 fn is_default_failure_threshold(v: &u32) -> bool {
@@ -154,6 +178,7 @@ impl Default for DcfSpec {
             arf_success_threshold: DEFAULT_SUCCESS_THRESHOLD,
             arf_timer_threshold: DEFAULT_TIMER_THRESHOLD,
             aarf_max_success_threshold: DEFAULT_MAX_SUCCESS_THRESHOLD,
+            backoff_rule: BackoffRule::Ieee,
         }
     }
 }
@@ -439,6 +464,7 @@ impl DcfSpec {
                     .aarf_max_success_threshold
                     .max(self.arf_success_threshold.max(1)),
             },
+            backoff_rule: self.backoff_rule,
         }
     }
 }
@@ -498,6 +524,8 @@ pub struct DcfParams {
     pub rate_adaptation: RateAdaptation,
     /// ARF's and AARF's thresholds.
     pub arf: ArfParams,
+    /// How waiting stations count a busy medium.
+    pub backoff_rule: BackoffRule,
 }
 
 impl DcfParams {
