@@ -158,6 +158,22 @@ def _error(metric: str, sim: float, ker: float) -> tuple[float, bool | None]:
     return (err, abs(err) <= TARGETS[key] if key in TARGETS else None)
 
 
+def kernel_hystart(summary: dict[str, Any], flows: list[dict[str, Any]]) -> str:
+    """Which HyStart detector ended the kernel's slow start (tcp_cubic.c hystart_update(), from
+    the sender's TcpExt counters): "train" (ACK train), "delay", "none", or "" when the case has
+    more than one flow (the counters are per namespace) or the counters are missing. The ACK train needs every ACK within
+    ``hystart_ack_delta_us`` (2 ms) of the one before for half a minimum RTT: a host whose
+    timing slips by a few ms (a loaded machine) breaks it at long RTTs, and the kernel then
+    leaves slow start later, by delay (docs/design.md, "Fidelity")."""
+    counters = summary.get("tcp_counters") or {}
+    c = counters.get(flows[0].get("sender", "sender")) if len(flows) == 1 else None
+    if not c or "TCPHystartTrainDetect" not in c:
+        return ""
+    if c["TCPHystartTrainDetect"]:
+        return "train"
+    return "delay" if c["TCPHystartDelayDetect"] else "none"
+
+
 def compare_case(case: Case, seed: int = 1) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Run one case on the kernel, then paired on the simulator: one row per flow and metric
     (simulator, kernel, error, target met), and both runs' cwnd traces for the figure."""
@@ -169,6 +185,7 @@ def compare_case(case: Case, seed: int = 1) -> tuple[pd.DataFrame, dict[str, Any
     k = run_kernel(load_scenario(d))
     s = simulate(load_scenario(paired(d, k.summary)))
     loss = bool(d["bottleneck"].get("loss"))
+    hystart = kernel_hystart(k.summary, d["flows"])
     rows = []
     for sc_flow, fs, fk in zip(d["flows"], s.summary["flows"], k.summary["flows"]):
         ms, mk = (_metrics(r, fs["flow"], f, sc_flow, loss) for r, f in ((s, fs), (k, fk)))
@@ -177,7 +194,8 @@ def compare_case(case: Case, seed: int = 1) -> tuple[pd.DataFrame, dict[str, Any
             if metric == "goodput_mbps" and case.kind == "transfer":
                 ok = None  # the two backends time a transfer's goodput differently: completion_s is its target
             rows.append({"case": case.name, "kind": case.kind, "seed": seed, "flow": fs["flow"], "metric": metric,
-                         "simulator": ms[metric], "kernel": mk[metric], "error": err, "target_met": ok})
+                         "simulator": ms[metric], "kernel": mk[metric], "error": err, "target_met": ok,
+                         "kernel_hystart": hystart})
     traces = {"simulator": s.flows[["flow", "t_s", "cwnd_pkts"]], "kernel": k.flows[["flow", "t_s", "cwnd_pkts"]]}
     return pd.DataFrame(rows), traces
 

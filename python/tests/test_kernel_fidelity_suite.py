@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from cclab.fidelity import TARGETS, _error, grid, paired, run_fidelity
+from cclab.fidelity import TARGETS, _error, grid, kernel_hystart, paired, run_fidelity
 
 from .conftest import needs_core
 
@@ -41,6 +41,20 @@ def test_errors_are_relative_but_betas_absolute() -> None:
     assert _error("retrans_pkts", 12, 10)[1] is None  # no target
     assert math.isnan(_error("ss_exit_pkts", math.nan, 10)[0])
     assert set(TARGETS) == {"goodput", "ss_exit_pkts", "completion_s", "cubic_c", "cubic_beta"}
+
+
+def test_the_kernels_hystart_detector_is_read_from_the_senders_counters() -> None:
+    def summary(train: int, delay: int) -> dict:
+        return {"tcp_counters": {"sender": {"TCPHystartTrainDetect": train, "TCPHystartDelayDetect": delay},
+                                 "receiver": {"TCPHystartTrainDetect": 0, "TCPHystartDelayDetect": 0}}}
+
+    one = [{"sender": "sender", "receiver": "receiver"}]
+    assert kernel_hystart(summary(1, 0), one) == "train"
+    assert kernel_hystart(summary(0, 1), one) == "delay"
+    assert kernel_hystart(summary(0, 0), one) == "none"
+    assert kernel_hystart({"tcp_counters": {"sender": {}}}, one) == ""  # an older summary
+    two = one + [{"sender": "sender", "receiver": "receiver"}]
+    assert kernel_hystart(summary(1, 0), two) == ""  # which flow's exit would it be?
 
 
 def test_the_grid_covers_what_issue_13_asks() -> None:
