@@ -23,7 +23,7 @@ import pandas as pd
 from .executors import EXECUTORS, run_local, run_ray
 from .grid import RunSpec
 
-__all__ = ["run_sweep", "run_one", "SweepResult", "path_mac", "station_metrics"]
+__all__ = ["run_sweep", "run_one", "run_portable", "cached_row", "store", "SweepResult", "path_mac", "station_metrics"]
 
 #: Per-flow summary fields copied into a run's row.
 FLOW_METRICS = ("goodput_bps", "sent_pkts", "retrans_pkts", "rto_count", "fast_retransmit_count", "spurious_rto_count",
@@ -155,9 +155,31 @@ def _failed(spec: RunSpec, error: str) -> dict[str, Any]:
     return dict(spec.labels) | {"seed": spec.seed, "ok": False, "error": error, "cached": False}
 
 
+def cached_row(spec: RunSpec, cache_dir: str | None) -> dict[str, Any] | None:
+    """The spec's row read back from the cache, or None when it is not all there (or the spec
+    is one the core rejects: that is for :func:`run_one` to report)."""
+    if not cache_dir:
+        return None
+    try:
+        key = spec.key()
+    except Exception:  # noqa: BLE001
+        return None
+    cache = Path(cache_dir) / key
+    need = ["result.json"] + (["flows.parquet"] if spec.keep_trace else []) + (["post.parquet"] if spec.post else [])
+    if not all((cache / n).is_file() for n in need):
+        return None
+    data = json.loads((cache / "result.json").read_text())
+    if data.get("has_connections") and not (cache / "connections.parquet").is_file():
+        return None
+    return dict(spec.labels) | {"seed": spec.seed, "key": key} | data | {"cached": True}
+
+
 def run_one(spec: RunSpec, cache_dir: str | None) -> dict[str, Any]:
     """Run (or read back from the cache) one spec. Never raises for a bad run: the failure comes
     back as a row with ``ok = False`` and ``error``."""
+    hit = cached_row(spec, cache_dir)
+    if hit is not None:
+        return hit
     row: dict[str, Any] = dict(spec.labels) | {"seed": spec.seed}
     try:
         key = spec.key()
@@ -165,11 +187,6 @@ def run_one(spec: RunSpec, cache_dir: str | None) -> dict[str, Any]:
         return _failed(spec, f"{type(e).__name__}: {e}")
     row["key"] = key
     cache = Path(cache_dir) / key if cache_dir else None
-    need = ["result.json"] + (["flows.parquet"] if spec.keep_trace else []) + (["post.parquet"] if spec.post else [])
-    if cache is not None and all((cache / n).is_file() for n in need):
-        data = json.loads((cache / "result.json").read_text())
-        if not data.get("has_connections") or (cache / "connections.parquet").is_file():
-            return row | data | {"cached": True}
     try:
         t0 = time.perf_counter()
         if spec.backend == "kernel":
@@ -198,6 +215,33 @@ def run_one(spec: RunSpec, cache_dir: str | None) -> dict[str, Any]:
             _write_atomic(cache / "connections.parquet", lambda p: conns.to_parquet(p))
         _write_atomic(cache / "result.json", lambda p: p.write_text(json.dumps(data)))
     return row | data | {"cached": False}
+
+
+def run_portable(spec: RunSpec, runner: Callable[[RunSpec, str | None], dict[str, Any]] = run_one
+                 ) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """``runner`` on a worker that shares no file system with the driver (a Ray node): the run's
+    cache files are made in a temporary directory and come back as bytes, with the row, for the
+    driver to store (:func:`store`)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="cclab-run-") as d:
+        row = runner(spec, d)
+        key = row.get("key")
+        files = {}
+        if row.get("ok") and key and (Path(d) / key).is_dir():
+            files = {f.name: f.read_bytes() for f in (Path(d) / key).iterdir() if not f.name.startswith(".")}
+    return row, files
+
+
+def store(cache_dir: str | None, row: dict[str, Any], files: dict[str, bytes]) -> dict[str, Any]:
+    """Write a portable run's files into the driver's cache (result.json last, so a half-written
+    entry is never read back); returns the row."""
+    if cache_dir and files and row.get("key"):
+        cache = Path(cache_dir) / row["key"]
+        cache.mkdir(parents=True, exist_ok=True)
+        for name in sorted(files, key=lambda n: n == "result.json"):
+            _write_atomic(cache / name, lambda p, b=files[name]: p.write_bytes(b))
+    return row
 
 
 @dataclass
@@ -263,7 +307,20 @@ def run_sweep(
     t0 = time.perf_counter()
     fn = functools.partial(runner, cache_dir=cd)
     if executor == "ray":
-        rows = run_ray(fn, specs, tick, _failed)
+        # No file system is assumed shared with the cluster's nodes: the driver reads its cache,
+        # sends only the runs it lacks, and stores what they send back (run_portable).
+        got: dict[int, dict[str, Any]] = {}
+        for i, s in enumerate(specs):
+            hit = cached_row(s, cd)
+            if hit is not None:
+                got[i] = hit
+                tick()
+        todo = [i for i in range(len(specs)) if i not in got]
+        back = run_ray(functools.partial(run_portable, runner=runner), [specs[i] for i in todo], tick,
+                       lambda s, e: (_failed(s, e), {}))
+        for i, (row, files) in zip(todo, back):
+            got[i] = store(cd, row, files)
+        rows = [got[i] for i in range(len(specs))]
     elif kernel:
         # Real-time runs on this machine's kernel share its CPU and global knobs: one at a time,
         # after the simulator's runs (in parallel); rows keep the specs' order.
