@@ -135,10 +135,12 @@ def _profile_start(tau: np.ndarray, w: np.ndarray) -> tuple[float, float, float]
     return float(c[i]), float(ks[i]), float(wm[i])
 
 
-def fit_cycle(tau: np.ndarray, w: np.ndarray) -> CycleFit | None:
+def fit_cycle(tau: np.ndarray, w: np.ndarray, friendly: np.ndarray | None = None) -> CycleFit | None:
     """Fit W(tau) = c (tau - K)^3 + W_max to one epoch's growth (tau: s since the reduction).
-    Robust (soft-L1) least squares started from a profile search over K. None when there are
-    too few points or the fit fails."""
+    Robust (soft-L1) least squares started from a profile search over K. ``friendly``: the
+    window CUBIC's TCP-friendly region would give at each sample (see :func:`_friendly_pkts`);
+    the model is then max(cubic, friendly), as bictcp_update's target. None when there are too
+    few points or the fit fails."""
     from scipy.optimize import least_squares
     from scipy.stats import t as student_t
 
@@ -146,13 +148,20 @@ def fit_cycle(tau: np.ndarray, w: np.ndarray) -> CycleFit | None:
         return None
     c0, k0, wm0 = _profile_start(tau, w)
 
+    def model(p: np.ndarray) -> np.ndarray:
+        m = _model(tau, p[0], p[1], p[2])
+        return m if friendly is None else np.maximum(m, friendly)
+
     def jac(p: np.ndarray) -> np.ndarray:
         d = tau - p[1]
-        return np.column_stack([d**3, -3.0 * p[0] * d**2, np.ones_like(d)])
+        j = np.column_stack([d**3, -3.0 * p[0] * d**2, np.ones_like(d)])
+        if friendly is not None:
+            j[friendly > _model(tau, p[0], p[1], p[2])] = 0.0  # there the friendly line sets W
+        return j
 
     try:
         r = least_squares(
-            lambda p: _model(tau, p[0], p[1], p[2]) - w,
+            lambda p: model(p) - w,
             x0=[max(c0, 1e-5), min(max(k0, 0.0), 1e4), min(max(wm0, 0.0), 1e7)],
             jac=jac,
             bounds=([1e-6, 0.0, 0.0], [1e4, 1e4, 1e7]),
@@ -178,19 +187,40 @@ def fit_cycle(tau: np.ndarray, w: np.ndarray) -> CycleFit | None:
     return CycleFit(c=est[0], K_s=est[1], wmax_pkts=est[2], rms_pkts=math.sqrt(s2), n=len(w))
 
 
+def _friendly_pkts(t: np.ndarray, srtt_s: np.ndarray, t0_s: float, w_prime: float, beta: float) -> np.ndarray:
+    """The window of CUBIC's TCP-friendly region over one epoch (Linux 6.18 tcp_cubic.c
+    bictcp_update, tcp_friendliness on): from W' at the epoch's start it grows by
+    3 (1 - beta) / (1 + beta) packets per round trip (one packet per cwnd x beta_scale / 8
+    packets acked, about a window per round trip), integrated over the samples' smoothed RTT."""
+    if not (0.0 < beta < 1.0):
+        return np.full_like(t, -np.inf)
+    k = 3.0 * (1.0 - beta) / (1.0 + beta)
+    dt = np.diff(np.concatenate([[t0_s], t]))
+    rtts = np.where(np.isfinite(srtt_s) & (srtt_s > 0), srtt_s, np.nan)
+    rounds = np.nancumsum(np.clip(dt, 0.0, None) / rtts)
+    return w_prime + k * rounds
+
+
 def _cycle_row(trace_t: np.ndarray, trace_w: np.ndarray, cyc: Cycle, cap: float | None,
-               lag_s: np.ndarray | None = None) -> dict[str, Any]:
+               lag_s: np.ndarray | None = None, srtt_s: np.ndarray | None = None) -> dict[str, Any]:
     t = trace_t[cyc.i0 : cyc.i1]
     w = trace_w[cyc.i0 : cyc.i1]
     keep = np.ones_like(w, dtype=bool) if cap is None else w < cap - 0.5
+    friendly = None
+    if srtt_s is not None and len(t):
+        friendly = _friendly_pkts(t, srtt_s[cyc.i0 : cyc.i1], cyc.t0_s, cyc.w_prime_pkts, cyc.beta)
     tau, wg = t[keep] - cyc.t0_s, w[keep]
     if lag_s is not None:
-        # The window trails CUBIC's curve by the queueing delay (see _window_lag_s).
+        # The window trails CUBIC's curve by the queueing delay (see _window_lag_s); it trails
+        # the friendly line the same way (cwnd closes on either target over a round trip).
         tau = tau - lag_s[cyc.i0 : cyc.i1][keep]
+    if friendly is not None:
+        friendly = np.interp(tau + cyc.t0_s, t, friendly, left=-np.inf)
     if len(tau) > _MAX_FIT_POINTS:  # evenly thinned: the fit needs shape, not every sample
         pick = np.linspace(0, len(tau) - 1, _MAX_FIT_POINTS).round().astype(int)
         tau, wg = tau[pick], wg[pick]
-    fit = fit_cycle(tau, wg)
+        friendly = friendly[pick] if friendly is not None else None
+    fit = fit_cycle(tau, wg, friendly)
     row: dict[str, Any] = {
         "t_reduce_s": cyc.t_reduce_s,
         "t0_s": cyc.t0_s,
@@ -251,7 +281,8 @@ def _window_lag_s(df: pd.DataFrame) -> np.ndarray | None:
     150 s) without / with the shift: 200 ms and a 3-BDP queue -2.5 % / +1.2 %; 550 ms, 2 BDP
     -5.1 % / +3.3 %; 25 ms, 3 BDP -0.7 % / -0.3 %; the kernel trace cubic_20M_200ms_q500 (C =
     410/1024) 0.3918 / 0.4020. The over-correction at 550 ms says the lag is shorter than the
-    whole queueing delay there (not explained yet). None (no shift) without RTT columns."""
+    whole queueing delay there (not explained yet). None (no shift) without RTT columns. The
+    TCP-friendly region is modelled beside it (:func:`_friendly_pkts`, docs/inference.md)."""
     if not {"srtt_ms", "min_rtt_ms"} <= set(df.columns):
         return None
     lag = (df["srtt_ms"].to_numpy(float) - df["min_rtt_ms"].to_numpy(float)) / 1000.0
@@ -281,7 +312,8 @@ def estimate_cubic(trace: Any, *, rtt_ms: float | None = None, max_cycles: int |
     w = df["cwnd_pkts"].to_numpy(float)
     cap = window_cap(w, t, estimate_rtt_s(df))
     lag = _window_lag_s(df)
-    rows = [_cycle_row(t, w, cyc, cap, lag) for cyc in find_cycles(df)]
+    srtt = df["srtt_ms"].to_numpy(float) / 1000.0 if "srtt_ms" in df else None
+    rows = [_cycle_row(t, w, cyc, cap, lag, srtt) for cyc in find_cycles(df)]
     cycles = pd.DataFrame(rows)
     if cycles.empty:
         nan = Estimate(math.nan, math.nan, math.nan)
