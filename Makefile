@@ -2,7 +2,7 @@
 PY ?= python3
 PIP ?= $(PY) -m pip
 
-.PHONY: setup setup-test bpf run test test-rust test-python fuzz bench bench-study bench-study-s1 bench-emu lint clean
+.PHONY: setup setup-test bpf run test test-rust test-python fuzz bench bench-study bench-study-s1 bench-sweep bench-emu lint clean
 
 # Installs the Python package (building the Rust core with maturin) and its test dependencies.
 setup:
@@ -83,6 +83,10 @@ bench-study: setup
 # The full S1 study's wall time (a fresh cache, every core).
 bench-study-s1: setup
 	rm -rf bench-out/s1 && /usr/bin/time -v cclab study s1 -o bench-out/s1 2>&1 | grep -E "runs in|Elapsed|Maximum resident"
+
+# A sweep's memory at 10^3 and 10^4 short runs: the driver's and the workers' peak RSS.
+bench-sweep: setup
+	$(PY) bench/sweep_memory.py --sizes 1000,10000
 
 # cclab-link (root): throughput at 0 and 50 ms versus a veth pair, CPU per Gbit/s, delay error.
 bench-emu:
