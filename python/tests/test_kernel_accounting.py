@@ -49,7 +49,9 @@ def test_a_one_gbit_run_loses_nothing_the_model_did_not_drop():
     acc = r.summary["links"]["accounting"]
     assert {a["link"] for a in acc} == {"bottleneck.fwd", "bottleneck.rev"}
     fwd = next(a for a in acc if a["link"] == "bottleneck.fwd")
-    assert fwd["in_pkts"] > 300_000, fwd  # ~1 Gbit/s of 1500-byte packets for most of 10 s
+    # Two CUBIC flows at 1e-4 loss on a 10 ms path reach a few hundred Mbit/s here (218 000
+    # packets in 10 s in one run); the point is many packets, not the rate.
+    assert fwd["in_pkts"] > 50_000, fwd
     assert fwd["dropped_pkts"] > 0, fwd  # 1e-4 random loss: the model does drop
     for a in acc:
         assert a["in_pkts"] == a["delivered_pkts"] + a["dropped_pkts"] + a["in_flight_pkts"], a

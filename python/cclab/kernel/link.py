@@ -78,7 +78,9 @@ class LinkEmulator:
         self.binary = binary or find_binary()
         #: A temporary workdir of our own is removed on exit (the stats are read by then).
         self._own_workdir = workdir is None
-        self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="cclab-link-"))
+        # cclab-link-<pid>-*: one whose process is gone is removed by the next kernel run
+        # (netns.reap_stale_runs) or `cclab kernel clean`.
+        self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"cclab-link-{os.getpid()}-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.spec = dict(spec)
         if self.spec.get("stats_path") is None:

@@ -272,14 +272,16 @@ def _remove_run(rec: Path, data: dict) -> list[str]:
 
 
 def _remove_dead_tmp_dirs() -> list[str]:
-    """Remove ``cclab-kernel-<pid>-*`` directories whose process is gone (a run SIGKILLed before
-    its record was written)."""
+    """Remove ``cclab-kernel-<pid>-*`` (a run's) and ``cclab-link-<pid>-*`` (a LinkEmulator's
+    own) directories whose process is gone (killed before its record was written, or used
+    without a run)."""
     out = []
-    for d in Path(tempfile.gettempdir()).glob(f"{TMP_PREFIX}*-*"):
-        pid = d.name[len(TMP_PREFIX):].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)) and d.is_dir():
-            shutil.rmtree(d, ignore_errors=True)
-            out.append(str(d))
+    for prefix in (TMP_PREFIX, "cclab-link-"):
+        for d in Path(tempfile.gettempdir()).glob(f"{prefix}*-*"):
+            pid = d.name[len(prefix):].split("-", 1)[0]
+            if pid.isdigit() and not _alive(int(pid)) and d.is_dir():
+                shutil.rmtree(d, ignore_errors=True)
+                out.append(str(d))
     return out
 
 
