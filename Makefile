@@ -2,7 +2,7 @@
 PY ?= python3
 PIP ?= $(PY) -m pip
 
-.PHONY: setup setup-test bpf run test test-rust test-python fuzz bench bench-study bench-study-s1 bench-sweep bench-emu lint clean
+.PHONY: setup setup-test bpf run test test-rust test-python fuzz bench bench-study bench-study-s1 bench-sweep bench-emu kill-test lint clean
 
 # Installs the Python package (building the Rust core with maturin) and its test dependencies.
 setup:
@@ -92,6 +92,14 @@ bench-sweep: setup
 bench-emu:
 	cargo build --release -p cclab-emu
 	$(PY) bench/emu_bench.py
+
+# Issue 18 part 1 (root): kernel runs killed at seeded random moments (start-up, mid-run,
+# teardown), 10 per signal (SIGINT, SIGTERM, SIGHUP, SIGKILL), each checked to leave nothing
+# (python/tests/test_kernel_kill.py; the tests run 2 per signal). One JSON line per kill.
+KILL_PER_SIGNAL ?= 10
+kill-test:
+	cargo build --release -p cclab-emu -p cclab-bpf && $(MAKE) --no-print-directory bpf
+	CCLAB_KILL_PER_SIGNAL=$(KILL_PER_SIGNAL) $(PY) -m pytest python/tests/test_kernel_kill.py -v -s
 
 lint:
 	cargo clippy --workspace --all-targets -- -D warnings

@@ -32,9 +32,10 @@ Examples:
 """
 )
 def clean() -> None:
-    """Remove every cclab- network namespace, cwnd-clamp cgroup and run record left behind, and
-    restore tcp_cubic's module parameters and unregister cclab_cubic if a killed run left them
-    (needs root)."""
+    """Remove every cclab- network namespace (killing what runs inside and destroying its TCP
+    sockets), cgroup, run record and temporary directory left behind, kill orphaned cclab helper
+    processes, restore tcp_cubic's module parameters and unregister cclab's BPF congestion
+    controls if a killed run left them (needs root)."""
     from .kernel.bpfcc import unregister_all
     from .kernel.clamp import clean_cgroups
     from .kernel.knobs import restore_cubic_params

@@ -122,3 +122,44 @@ def test_a_forked_child_of_a_run_keeps_the_default_sigterm():
         os.kill(pid, signal.SIGTERM)
         _, status = os.waitpid(pid, 0)
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM
+
+
+class _Step:
+    """A step whose making or undoing is hit by a signal to this process half-way."""
+
+    def __init__(self, sig_on: str, sig: int = signal.SIGTERM) -> None:
+        self.sig_on, self.sig, self.log = sig_on, sig, []
+
+    def __enter__(self) -> "_Step":
+        if self.sig_on == "enter":
+            os.kill(os.getpid(), self.sig)
+            time.sleep(0.05)  # the handler runs at once; the step goes on regardless
+        self.log.append("made")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.sig_on == "exit":
+            os.kill(os.getpid(), self.sig)
+            time.sleep(0.05)
+        self.log.append("undone")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_signal_during_a_step_waits_for_the_step(sig):
+    """A stop signal while a step of the run is made or undone (bpftool, a cgroup's removal)
+    takes effect when the step is done: the step is never left half-done, and a step being made
+    is undone at once."""
+    from cclab._errors import RunStopped
+    from cclab.kernel.backend import _Shielded, _signals_unwind
+
+    expected = KeyboardInterrupt if sig == signal.SIGINT else RunStopped
+    for on in ("enter", "exit"):
+        step, after = _Step(on, sig), []
+        with pytest.raises(expected):
+            with _signals_unwind():
+                with _Shielded(step):
+                    after.append("body")
+                after.append("after the step")
+        assert step.log == ["made", "undone"], (on, step.log)
+        # Entering: stopped before the body; undoing: the step finished, then the run stopped.
+        assert after == ([] if on == "enter" else ["body"]), (on, after)

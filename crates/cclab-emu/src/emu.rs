@@ -23,6 +23,8 @@ const READ_BATCH: usize = 16;
 /// The timer is armed this much before a release and the rest is polled, so a release does
 /// not pay the timer's wake-up latency (tens of us on a busy machine), ns.
 const SPIN_NS: u64 = 20_000;
+/// Failed reads in a row after which a TUN is no longer watched (its errors stay counted).
+const READ_FAILS_MAX: u32 = 1000;
 /// A packet this late counts as the emulator falling behind, ns.
 const BEHIND_NS: u64 = 1_000_000;
 
@@ -153,6 +155,7 @@ pub fn run(spec: &Spec, opts: &Options) -> Result<(), EmuError> {
     let mut outq: Vec<Out> = Vec::with_capacity(1024);
     let mut events = vec![EpollEvent::empty(); 16];
     let mut readable = vec![false; tuns.len()];
+    let mut read_fails = vec![0u32; tuns.len()];
     let mut armed: Option<u64> = None;
     let mut behind_events = 0u64;
     let mut last_warn_ns = 0u64;
@@ -240,6 +243,7 @@ pub fn run(spec: &Spec, opts: &Options) -> Result<(), EmuError> {
                 for _ in 0..READ_BATCH {
                     match nix::unistd::read(t, &mut buf) {
                         Ok(len) => {
+                            read_fails[i] = 0;
                             let now = clock.now_ns();
                             router.ingress(now, i, &buf[..len]);
                         }
@@ -248,7 +252,20 @@ pub fn run(spec: &Spec, opts: &Options) -> Result<(), EmuError> {
                             break;
                         }
                         Err(nix::Error::EINTR) => {}
-                        Err(e) => return Err(EmuError::Sys("read tun", e)),
+                        Err(e) => {
+                            // Counted, not fatal; a TUN that only fails is no longer watched,
+                            // so that it cannot keep the loop busy.
+                            router.port_counters[i].rx_errors += 1;
+                            read_fails[i] += 1;
+                            readable[i] = false;
+                            if read_fails[i] == READ_FAILS_MAX {
+                                let _ = ep.delete(t);
+                                eprintln!(
+                                    "cclab-link: ports[{i}]: {READ_FAILS_MAX} failed reads in a row ({e}); no longer read"
+                                );
+                            }
+                            break;
+                        }
                     }
                 }
             }
@@ -326,7 +343,10 @@ fn release(
                 pc.tx_pkts += 1;
                 pc.tx_bytes += o.pkt.data.len() as u64;
             }
-            Err(_) => pc.tx_errors += 1,
+            Err(_) => {
+                pc.tx_errors += 1;
+                router.lane_counters[o.lane].tun_write_errors_pkts += 1;
+            }
         }
         if let Some(w) = ts_out.as_mut() {
             let _ = writeln!(

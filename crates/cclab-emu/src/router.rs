@@ -79,6 +79,9 @@ pub struct Out {
     pub pkt: Pkt,
     /// When the model says it arrives at the far end, ns since start.
     pub model_ns: u64,
+    /// The lane (row of the stats' links) whose element handed it out last: a failed write to
+    /// the port's TUN counts there (`LinkCounters::tun_write_errors_pkts`).
+    pub lane: usize,
 }
 
 /// What happened to a packet offered at ingress.
@@ -359,6 +362,7 @@ impl Router {
                 Ingress::Queued
             }
             Err(d) => {
+                self.lane_counters[row].dropped_pkts += 1;
                 self.ledger.dropped(&d.pkt.data);
                 self.recycle(d.pkt.data);
                 Ingress::Dropped(d.reason)
@@ -377,6 +381,7 @@ impl Router {
             let row = self.hop_of(&d.pkt).row as usize;
             let c = &mut self.lane_counters[row];
             c.in_flight_pkts = c.in_flight_pkts.saturating_sub(1);
+            c.dropped_pkts += 1;
             self.ledger.dropped(&d.pkt.data);
             self.recycle(d.pkt.data);
         }
@@ -447,6 +452,7 @@ impl Router {
                         from_port: from,
                         pkt: Pkt { data: copy, ..pkt },
                         model_ns: t,
+                        lane: h.row as usize,
                     });
                 }
             } else {
@@ -457,6 +463,7 @@ impl Router {
                     from_port: r.from,
                     pkt,
                     model_ns: t,
+                    lane: h.row as usize,
                 });
             }
         }
@@ -954,11 +961,16 @@ mod tests {
         let check = |r: &Router| {
             for l in 0..r.lanes() {
                 let (c, st) = (&r.lane_counters[l], r.lane_stats(l));
-                let drops =
-                    st.dropped_random_pkts + st.dropped_queue_full_pkts + st.dropped_aqm_pkts;
+                let drops = st.dropped_random_pkts
+                    + st.dropped_queue_full_pkts
+                    + st.dropped_aqm_pkts
+                    + st.dropped_retry_pkts
+                    + st.dropped_rlc_pkts;
+                // The router's own count of the model's drops is the model's.
+                assert_eq!(c.dropped_pkts, drops, "{}", r.lane_names[l]);
                 assert_eq!(
                     c.in_pkts,
-                    c.delivered_pkts + drops + c.in_flight_pkts,
+                    c.delivered_pkts + c.dropped_pkts + c.in_flight_pkts,
                     "{}",
                     r.lane_names[l]
                 );

@@ -94,8 +94,14 @@ pub struct LinkCounters {
     /// Handed out by the element (at whichever port; for a link: its `delivered_pkts`).
     pub delivered_pkts: u64,
     pub delivered_bytes: u64,
+    /// Dropped by the element (its loss model, a full queue, its AQM, the air, the RLC): the
+    /// sum of the element's `dropped_*` counters for this lane, counted by the router.
+    pub dropped_pkts: u64,
     /// Inside the element now (queued, on the air or propagating).
     pub in_flight_pkts: u64,
+    /// Handed out by this lane's element at the end of their route, but the write to the
+    /// receiving TUN failed: lost by the emulator, not the model.
+    pub tun_write_errors_pkts: u64,
     pub max_queue_pkts: u32,
     pub max_queue_bytes: u64,
     /// How late packets left this lane's element versus their model arrival time.
@@ -109,7 +115,10 @@ pub struct PortCounters {
     pub rx_bytes: u64,
     pub tx_pkts: u64,
     pub tx_bytes: u64,
+    /// Failed writes to this TUN (each a packet lost by the emulator, not the model).
     pub tx_errors: u64,
+    /// Failed reads from this TUN, other than "nothing to read" (EAGAIN) and EINTR.
+    pub rx_errors: u64,
     pub dropped_not_ipv4_pkts: u64,
     pub dropped_no_route_pkts: u64,
 }
@@ -133,7 +142,9 @@ pub fn stats_json(r: &Router, duration_s: f64, behind_events: u64) -> Value {
                 "ce_marks": s.ce_marks,
                 "delivered_pkts": c.delivered_pkts,
                 "delivered_bytes": c.delivered_bytes,
+                "dropped_pkts": c.dropped_pkts,
                 "in_flight_pkts": c.in_flight_pkts,
+                "tun_write_errors_pkts": c.tun_write_errors_pkts,
                 "max_queue_pkts": c.max_queue_pkts,
                 "max_queue_bytes": c.max_queue_bytes,
                 "lateness": c.lateness.to_json(),
@@ -157,6 +168,7 @@ pub fn stats_json(r: &Router, duration_s: f64, behind_events: u64) -> Value {
                 "tx_pkts": p.tx_pkts,
                 "tx_bytes": p.tx_bytes,
                 "tx_errors": p.tx_errors,
+                "rx_errors": p.rx_errors,
                 "dropped_not_ipv4_pkts": p.dropped_not_ipv4_pkts,
                 "dropped_no_route_pkts": p.dropped_no_route_pkts,
             })

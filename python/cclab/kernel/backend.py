@@ -32,7 +32,7 @@ import pandas as pd
 from .._errors import RunStopped
 from ..result import CA_STATES, RunResult, jain_index
 from ..scenario import Scenario, load_scenario
-from .link import LinkEmulator
+from .link import LinkEmulator, link_accounting, tun_kernel_stats
 from .clamp import CwndClamp, is_built as clamp_built, kernel_hz
 from .jiffies import jiffies_offset, kernel_clock
 from .rto import rto_plan, s3_deviations
@@ -44,7 +44,8 @@ from .knobs import CUBIC_FAMILY, CubicModuleParams, cubic_plan, is_udp, namespac
 from .device import configure_device, device_stats
 from .tcpinfo import TRACE_COLUMNS
 from .udp import udp_stats
-from .netns import KernelUnavailable, Namespaces, address_iface, require_root, set_sysctls
+from .netns import (KernelUnavailable, Namespaces, address_iface, destroy_sockets, kill_inside, require_root,
+                    set_sysctls, tmp_prefix)
 from .topology import flow_paths, plan_network
 
 __all__ = ["run_kernel", "parity", "KERNEL_ALGORITHMS"]
@@ -183,8 +184,10 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
     interval_ms = d["sim"]["trace_interval_ms"]
     t_wall = time.perf_counter()
     helpers: list[subprocess.Popen[str]] = []  # traffic processes: killed however the run ends
-    with _signals_unwind(), tempfile.TemporaryDirectory(prefix="cclab-kernel-") as tmp, \
-            Namespaces(run_id, list(hosts.values()), tmp_dir=tmp) as nss, _killed_at_exit(helpers):
+    # Every step that makes or undoes something runs with the stop signals held (_Shielded):
+    # a signal then stops the run between two steps, never half-way through one.
+    with _signals_unwind(), _Shielded(tempfile.TemporaryDirectory(prefix=tmp_prefix())) as tmp, \
+            _Shielded(Namespaces(run_id, list(hosts.values()), tmp_dir=tmp)) as nss, _Shielded(_killed_at_exit(helpers)):
         ns = {h: nss.names[v] for h, v in hosts.items()}
         spec = net.emulator_spec(d["seed"], ns, Path(tmp) / "link-stats.json", interval_ms)
         knobs: dict[str, dict[str, str]] = {}
@@ -220,11 +223,19 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
             if f["sender"] in mw_hosts:
                 cc_names[k] = bpfcc.BPF_CUBIC_MW
         daemons: dict[str, TerminalMiddleware] = {}
-        with LinkEmulator(spec) as emu, CubicModuleParams(cubic_params), \
-                (bpfcc.BpfCubic(bpf_cubic) if bpf_cubic else contextlib.nullcontext()), \
-                (CwndClamp(f"run{run_id}", caps, rtos=rtos, sto_log=Path(tmp) / "sto-log.jsonl" if sto_log else None)
-                 if caps or rtos or sto_log else contextlib.nullcontext()) as clamp, \
-                (MiddlewareCC() if mw_hosts else contextlib.nullcontext()) as mwcc, contextlib.ExitStack() as stack:
+        # Named in the run's record before they are registered: a SIGKILLed run's are removed by
+        # the next run (netns.reap_stale_runs).
+        nss.note(bpf=([bpfcc.BPF_CUBIC] if bpf_cubic else []) + ([bpfcc.BPF_CUBIC_MW] if mw_hosts else []))
+        with _Shielded(LinkEmulator(spec, workdir=Path(tmp))) as emu, _Shielded(CubicModuleParams(cubic_params)), \
+                _Shielded(bpfcc.BpfCubic(bpf_cubic) if bpf_cubic else contextlib.nullcontext()), \
+                _Shielded(CwndClamp(f"run{run_id}", caps, rtos=rtos,
+                                    sto_log=Path(tmp) / "sto-log.jsonl" if sto_log else None)
+                          if caps or rtos or sto_log else contextlib.nullcontext()) as clamp, \
+                _Shielded(MiddlewareCC() if mw_hosts else contextlib.nullcontext()) as mwcc, \
+                _Shielded(contextlib.ExitStack()) as stack:
+            # Runs after the daemons stop and before the BPF congestion controls are unregistered:
+            # no process or socket of the run may still hold one (see _quiesce).
+            stack.callback(_quiesce, list(nss.created), helpers)
             for i in net.interfaces.values():
                 address_iface(ns[i.host], i.dev, i.addr, i.routes)
                 if i.device:
@@ -249,10 +260,10 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
             cells = {m["name"] for m in net.media if m["kind"] == "dcf"}
             for h in mw_hosts:
                 cell_if = next((i for i in net.interfaces.values() if i.host == h and i.link in cells), None)
-                daemons[h] = stack.enter_context(TerminalMiddleware(
+                daemons[h] = stack.enter_context(_Shielded(TerminalMiddleware(
                     ns[h], h, d["middleware"], map_id=mwcc.map_id, cap=sc.kernel.middleware_cap,
                     log_path=Path(tmp) / f"middleware-{h}.csv",
-                    broadcast="255.255.255.255" if cell_if else None, device=cell_if.dev if cell_if else None))
+                    broadcast="255.255.255.255" if cell_if else None, device=cell_if.dev if cell_if else None)))
             procs = []
             go = Path(tmp) / "go"
             for k, f in enumerate(d["flows"]):
@@ -340,7 +351,12 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                                                                    for x in (f["sender"], f["receiver"])})}
             devices = [{"name": i.device["name"], **device_stats(ns[i.host], i.dev)}
                        for i in net.interfaces.values() if i.device]
+            tun_kernel = {p["name"]: tun_kernel_stats(p["netns"], p["dev"]) for p in spec["ports"]}
             link_stats = emu.stop()
+            for p in link_stats.get("ports", []):
+                p.update(tun_kernel.get(p["name"], {}))
+            # Per link: nothing lost that the model did not drop (link.link_accounting).
+            link_stats["accounting"] = link_accounting(link_stats, spec["routes"])
             link_stats["links"] = link_stats.get("links", []) + devices
             clamp_status = clamp.close() if clamp else None
             sto_events = clamp.events() if clamp else []
@@ -412,10 +428,64 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
     return r
 
 
+class _Deferral:
+    """Stop signals (SIGINT, SIGTERM, SIGHUP) that arrive while a step of the run's set-up or
+    teardown is on (``depth`` > 0) wait in ``pending`` until it ends."""
+
+    depth = 0
+    pending: int | None = None
+
+
+def _stop_exception(signum: int) -> BaseException:
+    return KeyboardInterrupt() if signum == signal.SIGINT else RunStopped(signum)
+
+
+def _take_pending() -> BaseException | None:
+    if _Deferral.depth == 0 and _Deferral.pending is not None:
+        signum, _Deferral.pending = _Deferral.pending, None
+        return _stop_exception(signum)
+    return None
+
+
+class _Shielded:
+    """A context manager whose ``__enter__`` and ``__exit__`` run with the stop signals deferred
+    (``_Deferral``): a Ctrl-C or SIGTERM during ``bpftool struct_ops unregister``, a cgroup's
+    removal or cclab-link's stop waits for it to finish, then stops the run. One that came
+    while entering undoes the step at once and raises."""
+
+    def __init__(self, cm: Any) -> None:
+        self.cm = cm
+
+    def __enter__(self) -> Any:
+        _Deferral.depth += 1
+        try:
+            value = self.cm.__enter__()
+        finally:
+            _Deferral.depth -= 1
+        stop = _take_pending()
+        if stop is not None:
+            self.__exit__(type(stop), stop, None)
+            raise stop
+        return value
+
+    def __exit__(self, et: Any, e: Any, tb: Any) -> Any:
+        _Deferral.depth += 1
+        try:
+            suppress = self.cm.__exit__(et, e, tb)
+        finally:
+            _Deferral.depth -= 1
+        if et is None:  # a signal during a clean exit stops the run now; else the error unwinds
+            stop = _take_pending()
+            if stop is not None:
+                raise stop
+        return suppress
+
+
 @contextlib.contextmanager
 def _signals_unwind() -> Iterator[None]:
     """While a kernel run is on, SIGTERM and SIGHUP raise RunStopped (what timeout,
-    systemd, job schedulers and a closed terminal send), so they tear down as Ctrl-C does."""
+    systemd, job schedulers and a closed terminal send), so they tear down as Ctrl-C does; all
+    three wait while a step is being made or undone (``_Shielded``)."""
     if threading.current_thread() is not threading.main_thread():
         yield  # signal handlers belong to the main thread; a run elsewhere keeps the defaults
         return
@@ -430,12 +500,21 @@ def _signals_unwind() -> Iterator[None]:
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
             return
-        raise RunStopped(signum)
+        if _Deferral.depth > 0:
+            _Deferral.pending = _Deferral.pending or signum
+            return
+        raise _stop_exception(signum)
 
-    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    _Deferral.depth, _Deferral.pending = 0, None
+    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
+        _Deferral.depth = 0
+        late = _take_pending()
+        if late is not None:
+            raise late
     finally:
+        _Deferral.pending = None
         for sig, h in before.items():
             signal.signal(sig, h)
 
@@ -449,6 +528,19 @@ def _killed_at_exit(procs: list[subprocess.Popen[str]]) -> Iterator[None]:
     finally:
         for p in procs:
             child.kill(p)
+
+
+def _quiesce(namespaces: list[str], procs: list[subprocess.Popen[str]]) -> None:
+    """Before the run's BPF congestion controls are unregistered: kill its traffic processes and
+    anything else left in its namespaces, and destroy the TCP sockets they leave (a connection
+    whose process was killed, or whose FIN the stopped emulator no longer carries, would hold
+    its congestion control for up to two minutes; netns.destroy_sockets)."""
+    for p in procs:
+        child.kill(p)
+    for name in namespaces:
+        kill_inside(name)
+    for name in namespaces:
+        destroy_sockets(name)
 
 
 def _result(sc: Scenario, d: dict[str, Any], frames: dict[int, pd.DataFrame], totals: dict[int, dict[str, Any]],

@@ -24,7 +24,8 @@ from pathlib import Path
 from . import binaries
 from .netns import KernelUnavailable
 
-__all__ = ["BpfCubic", "BPF_CUBIC", "BPF_CUBIC_MW", "object_path", "register", "newest_map_id", "unregister_all"]
+__all__ = ["BpfCubic", "BPF_CUBIC", "BPF_CUBIC_MW", "object_path", "register", "newest_map_id", "unregister_all",
+           "unregister_if_registered", "struct_ops_names"]
 
 BPF_CUBIC = "cclab_cubic"
 #: The S1 middleware's CUBIC with a per-socket window range (cclab_cubic_mw.bpf.c, kernel/middleware.py).
@@ -90,13 +91,43 @@ def newest_map_id(map_name: str) -> int:
     return max(ids)
 
 
+def struct_ops_names() -> list[str]:
+    """Names of the struct_ops maps the kernel holds (``bpftool struct_ops list``): a
+    registered congestion control, and one unregistered but still used by a socket."""
+    try:
+        out = _bpftool("-j", "struct_ops", "list")
+    except KernelUnavailable:
+        return []
+    # bpftool prints one JSON object per map, or a list, depending on its version.
+    text = out.strip()
+    if not text:
+        return []
+    docs = json.loads(text) if text.startswith("[") else [json.loads(x) for x in text.splitlines() if x.strip()]
+    return [d.get("name", "") for d in docs]
+
+
+def unregister_if_registered(name: str) -> bool:
+    """Unregister ``name`` if it is registered or its map is still held; whether it was."""
+    if name in available() or name in struct_ops_names():
+        try:
+            _bpftool("struct_ops", "unregister", "name", name)
+        except KernelUnavailable as e:
+            if "in progress" not in str(e) and "no struct_ops" not in str(e).lower():
+                raise
+        return True
+    return False
+
+
 def unregister_all() -> list[str]:
-    """Unregister cclab's BPF congestion controls (after a crash). Returns their names."""
+    """Unregister cclab's BPF congestion controls (after a crash). Returns their names (one
+    bpftool refuses is left out, not raised: ``cclab kernel clean`` goes on)."""
     done = []
     for name in BPF_CCS:
-        if name in available():
-            _unregister(name)
-            done.append(name)
+        try:
+            if unregister_if_registered(name):
+                done.append(name)
+        except KernelUnavailable:
+            pass
     return done
 
 

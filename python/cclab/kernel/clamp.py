@@ -39,7 +39,8 @@ from typing import Any
 from . import binaries, child
 from .netns import require_root
 
-__all__ = ["CwndClamp", "ClampError", "cgroup2_root", "clean_cgroups", "remove_cgroup", "kernel_hz", "is_built", "BPF_RTO_MIN_MAX_MS"]
+__all__ = ["CwndClamp", "ClampError", "cgroup2_root", "clean_cgroups", "remove_cgroup", "remove_dead_cgroups",
+           "cgroup_pids", "kernel_hz", "is_built", "BPF_RTO_MIN_MAX_MS"]
 
 BINARY = "cclab-cwnd-clamp"
 BUILD_HINT = "build it with `cargo build --release -p cclab-bpf` (part of `make setup-test`; needs clang, libbpf-dev)"
@@ -128,6 +129,43 @@ def remove_cgroup(name: str) -> bool:
     except OSError:
         return False
     return True
+
+
+def cgroup_pids(name: str) -> list[int]:
+    """The processes in cgroup ``cclab-<name>`` (none if it is not there)."""
+    try:
+        text = (cgroup2_root() / f"{PREFIX}{name}" / "cgroup.procs").read_text()
+    except (ClampError, OSError):
+        return []
+    return [int(p) for p in text.split() if p.isdigit()]
+
+
+def remove_dead_cgroups() -> list[str]:
+    """Remove the middleware daemons' cgroups (``cclab-mw-<host>-<daemon pid>``,
+    kernel/middleware.py) whose daemon is gone, killing what is left in them; their names."""
+    import os
+    import signal
+
+    try:
+        root = cgroup2_root()
+    except ClampError:
+        return []
+    removed = []
+    for cg in sorted(root.glob(f"{PREFIX}mw-*-*")):
+        pid = cg.name.rsplit("-", 1)[1]
+        if not pid.isdigit() or Path(f"/proc/{pid}").exists() or not cg.is_dir():
+            continue
+        for p in cgroup_pids(cg.name[len(PREFIX):]):
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            _evacuate_and_remove(cg)
+            removed.append(cg.name)
+        except OSError:
+            pass
+    return removed
 
 
 def clean_cgroups() -> list[str]:

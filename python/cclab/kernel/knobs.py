@@ -4,13 +4,15 @@ Per namespace (gone with the namespace; the host is never touched): tcp_no_metri
 timestamps, F-RTO, rto_min, TSQ (tcp_limit_output_bytes), ECN and any ``kernel.sysctls``;
 initcwnd as a route metric on the sender's route. Global (the whole machine): CUBIC's module
 parameters, set only when a scenario's cubic flows carry ``cc_params``, restored afterwards, and
-recorded in ``/run/cclab/tcp_cubic-params.json`` first so that ``cclab kernel clean`` can restore
-them after a crash; and ``cclab_cubic`` (bpfcc.py) for CUBIC with another C.
+recorded in ``/run/cclab/tcp_cubic-params.json`` first (with the run's process id) so that the
+next run or ``cclab kernel clean`` restores them after a crash; and ``cclab_cubic`` (bpfcc.py)
+for CUBIC with another C.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -134,24 +136,42 @@ def _write_cubic(values: dict[str, int]) -> None:
         (CUBIC_DIR / k).write_text(str(v))
 
 
+def _read_record() -> tuple[int | None, dict[str, int]] | None:
+    """(owner pid, original parameters) from CUBIC_RECORD; None without one."""
+    try:
+        data = json.loads(CUBIC_RECORD.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, json.JSONDecodeError):
+        return (None, {})
+    if "params" in data:
+        return (data.get("pid"), {k: int(v) for k, v in data["params"].items()})
+    return (None, {k: int(v) for k, v in data.items()})  # a record from before owners were kept
+
+
 class CubicModuleParams:
-    """Set tcp_cubic's module parameters for a run; restore the previous values on exit."""
+    """Set tcp_cubic's module parameters for a run; restore the previous values on exit. The
+    originals are written to CUBIC_RECORD (with this process's id) before anything is set, so
+    that if the run is killed, even by SIGKILL, the next run or ``cclab kernel clean`` restores
+    them (``restore_cubic_params``)."""
 
     def __init__(self, values: dict[str, int]) -> None:
         self.values = dict(values)
         self.before: dict[str, int] = {}
 
     def __enter__(self) -> CubicModuleParams:
+        from .netns import write_json_atomic
+
         if not self.values:
             return self
         if not CUBIC_DIR.is_dir():
             raise KernelUnavailable(f"{CUBIC_DIR} is missing: this kernel has no tcp_cubic parameters to set")
         self.before = _read_cubic()
         REGISTRY.mkdir(parents=True, exist_ok=True)
-        if not CUBIC_RECORD.exists():  # a crashed run's record holds the true originals
-            CUBIC_RECORD.write_text(json.dumps(self.before))
-        else:
-            self.before = json.loads(CUBIC_RECORD.read_text())
+        old = _read_record()
+        if old and old[1]:  # a killed run's record holds the true originals
+            self.before = old[1]
+        write_json_atomic(CUBIC_RECORD, {"pid": os.getpid(), "params": self.before})
         try:
             _write_cubic(self.values)
         except OSError as e:
@@ -166,13 +186,18 @@ class CubicModuleParams:
             self.before = {}
 
 
-def restore_cubic_params() -> dict[str, int]:
-    """Restore tcp_cubic's parameters recorded by a crashed run; returns what was restored."""
-    if not CUBIC_RECORD.exists():
+def restore_cubic_params(only_dead: bool = False) -> dict[str, int]:
+    """Restore tcp_cubic's parameters recorded by a killed run; returns what was restored.
+    ``only_dead``: leave them if the process that set them still runs (a run going on)."""
+    rec = _read_record()
+    if rec is None:
         return {}
-    before = json.loads(CUBIC_RECORD.read_text())
-    _write_cubic(before)
-    CUBIC_RECORD.unlink()
+    pid, before = rec
+    if only_dead and isinstance(pid, int) and Path(f"/proc/{pid}").exists():
+        return {}
+    if before:
+        _write_cubic(before)
+    CUBIC_RECORD.unlink(missing_ok=True)
     return before
 
 

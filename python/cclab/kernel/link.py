@@ -27,7 +27,7 @@ from typing import Any
 
 from . import binaries
 
-__all__ = ["LinkEmulator", "LinkEmulatorError", "find_binary"]
+__all__ = ["LinkEmulator", "LinkEmulatorError", "find_binary", "tun_kernel_stats", "link_accounting"]
 
 BINARY = "cclab-link"
 #: Links at least this fast get the emulator pinned and receive processing steered (``steer``).
@@ -78,7 +78,9 @@ class LinkEmulator:
         self.binary = binary or find_binary()
         #: A temporary workdir of our own is removed on exit (the stats are read by then).
         self._own_workdir = workdir is None
-        self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="cclab-link-"))
+        # cclab-link-<pid>-*: one whose process is gone is removed by the next kernel run
+        # (netns.reap_stale_runs) or `cclab kernel clean`.
+        self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"cclab-link-{os.getpid()}-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.spec = dict(spec)
         if self.spec.get("stats_path") is None:
@@ -224,3 +226,51 @@ def _set_rps(netns: str | None, dev: str, mask: str) -> None:
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise LinkEmulatorError(f"cannot set {path} in {netns or 'this namespace'}: {r.stderr.strip()}")
+
+
+def tun_kernel_stats(netns: str | None, dev: str) -> dict[str, int]:
+    """The kernel's counters of a TUN device cclab-link holds (IFLA_STATS64, read in ``netns``):
+    ``kernel_tx_dropped_pkts``, packets the namespace's stack sent that the TUN's queue refused
+    (they never reached cclab-link), and ``kernel_rx_dropped_pkts``, packets cclab-link wrote that
+    the stack dropped on the way in (a full receive backlog)."""
+    from pyroute2 import IPRoute, NetNS
+
+    with (NetNS(netns) if netns else IPRoute()) as ipr:
+        links = ipr.get_links(ifname=dev)
+        st = links[0].get_attr("IFLA_STATS64") if links else None
+    if not st:
+        return {"kernel_tx_dropped_pkts": 0, "kernel_rx_dropped_pkts": 0}
+    return {"kernel_tx_dropped_pkts": int(st["tx_dropped"]), "kernel_rx_dropped_pkts": int(st["rx_dropped"])}
+
+
+def _hop_name(hop: Any) -> str | None:
+    return hop if isinstance(hop, str) else None
+
+
+def link_accounting(stats: dict[str, Any], routes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per link of cclab-link's ``stats``, whether it lost anything the model did not drop:
+    ``in_pkts = delivered_pkts + dropped_pkts + in_flight_pkts`` (``unaccounted_pkts``, in minus
+    the rest, must be 0), with the emulator's own losses beside it: ``tun_write_errors_pkts``
+    (packets the link handed out whose write to the receiving TUN failed), and on the TUNs of
+    the routes that enter the link first (``tun_read_errors``: failed reads, each perhaps a
+    packet; ``kernel_tx_dropped_pkts``: packets those TUNs' queues refused before cclab-link read
+    them) or leave it last (``kernel_rx_dropped_pkts``: written, then dropped by the stack).
+    ``routes``: the spec's (``from``/``to`` port names, ``links``: names or medium hops)."""
+    ports = {p["name"]: p for p in stats.get("ports", [])}
+    out = []
+    for lane in stats.get("links", []):
+        if "in_pkts" not in lane:
+            continue  # a host's interface queue (device.py), not one of cclab-link's
+        name = lane["name"]
+        first = {r["from"] for r in routes if r.get("links") and _hop_name(r["links"][0]) == name}
+        last = {r["to"] for r in routes if r.get("links") and _hop_name(r["links"][-1]) == name}
+        row = {k: int(lane.get(k, 0)) for k in ("in_pkts", "delivered_pkts", "dropped_pkts", "in_flight_pkts",
+                                                  "tun_write_errors_pkts")}
+        row["unaccounted_pkts"] = row["in_pkts"] - row["delivered_pkts"] - row["dropped_pkts"] - row["in_flight_pkts"]
+        row["tun_read_errors"] = sum(int(ports[p].get("rx_errors", 0)) for p in first if p in ports)
+        row["kernel_tx_dropped_pkts"] = sum(int(ports[p].get("kernel_tx_dropped_pkts", 0)) for p in first
+                                            if p in ports)
+        row["kernel_rx_dropped_pkts"] = sum(int(ports[p].get("kernel_rx_dropped_pkts", 0)) for p in last
+                                            if p in ports)
+        out.append({"link": name, **row})
+    return out

@@ -8,13 +8,21 @@ through netlink (pyroute2), always removed.
 - ``address_tun(ns, dev, local, peer)`` gives a TUN device made by ``cclab-link`` a
   point-to-point address (``ip addr add LOCAL peer PEER dev DEV``) and a route to the peer's
   subnet through it.
-- A run's record names its process and temporary directory. When a run starts, records of runs
-  whose process is gone (killed, even by SIGKILL) are reaped: the processes still inside their
-  namespaces are killed, the namespaces and the temporary directory removed. A record whose
-  process lives means another kernel run is going on: the new one is refused (kernel runs share
-  the machine's global TCP knobs: tcp_cubic's parameters, BPF congestion controls).
-- ``clean()`` removes every ``cclab-`` namespace (killing what runs inside), record, temporary
-  directory and orphaned cclab traffic process (``cclab kernel clean``).
+- A run's record names its process, namespaces, temporary directory, cgroups and the BPF
+  congestion controls it registers (``Namespaces.note`` adds to it before each is made; every
+  write is atomic, so a SIGKILL never leaves half a record). When a run starts, records of runs
+  whose process is gone (killed, even by SIGKILL) are reaped (``reap_stale_runs``), in this
+  order: the processes still inside their namespaces or cgroups, or naming their temporary
+  directory on their command line (cclab-link, cclab-cwnd-clamp), are killed; the TCP sockets
+  those processes left (orphans retransmitting a FIN for up to two minutes, each holding its
+  congestion control and its namespace) are destroyed (``ss -K``, SOCK_DESTROY); then the
+  namespaces, cgroups, BPF registrations, temporary directory and record are removed, and
+  tcp_cubic's module parameters restored (knobs.py). A record whose process lives means another
+  kernel run is going on: the new one is refused (kernel runs share the machine's global TCP
+  knobs: tcp_cubic's parameters, BPF congestion controls).
+- ``clean()`` removes every ``cclab-`` namespace (killing what runs inside and destroying its
+  sockets), record, temporary directory and orphaned cclab helper process (``cclab kernel
+  clean``).
 - ``require_root()`` refuses clearly (``KernelUnavailable``) when not root or when network
   namespaces or /dev/net/tun are missing.
 """
@@ -27,6 +35,8 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
+import time
 from pathlib import Path
 from types import TracebackType
 
@@ -113,10 +123,32 @@ def _alive(pid: int) -> bool:
     return True
 
 
+#: Files in REGISTRY that are not run records (knobs.py: tcp_cubic's original parameters).
+_NOT_RUNS = ("tcp_cubic-params.json",)
+#: A run's temporary directory: ``cclab-kernel-<pid>-<random>`` in the system's temporary
+#: directory, so that a SIGKILLed run's is found by its dead process even before its record.
+TMP_PREFIX = "cclab-kernel-"
+
+
+def tmp_prefix() -> str:
+    """The prefix of this process's run directories (``tempfile``'s ``prefix``)."""
+    return f"{TMP_PREFIX}{os.getpid()}-"
+
+
+def write_json_atomic(path: Path, data: object) -> None:
+    """Write ``data`` to ``path`` as JSON through a temporary file and a rename: a reader (or a
+    SIGKILL in the middle) sees the old file or the new, never half of one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data))
+    tmp.rename(path)
+
+
 def _records() -> list[tuple[Path, dict]]:
     out = []
     if REGISTRY.is_dir():
         for rec in sorted(REGISTRY.glob("*.json")):
+            if rec.name in _NOT_RUNS:
+                continue
             try:
                 out.append((rec, json.loads(rec.read_text())))
             except (OSError, json.JSONDecodeError):
@@ -124,29 +156,84 @@ def _records() -> list[tuple[Path, dict]]:
     return out
 
 
-def _kill_inside(name: str) -> int:
-    """SIGKILL every process in namespace ``name`` (``ip netns pids``); how many."""
-    try:
-        pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True, timeout=5).stdout.split()
-    except (OSError, subprocess.TimeoutExpired):
-        return 0
-    n = 0
+def _kill_pids(pids: list[int] | set[int]) -> list[int]:
+    """SIGKILL ``pids`` (never this process) and wait up to 2 s for them to be gone; those killed."""
+    killed = []
     for p in pids:
+        if p == os.getpid():
+            continue
         try:
-            os.kill(int(p), signal.SIGKILL)
-            n += 1
-        except (ValueError, ProcessLookupError):
+            os.kill(p, signal.SIGKILL)
+            killed.append(p)
+        except (ProcessLookupError, PermissionError):
             pass
-    return n
+    deadline = time.monotonic() + 2.0
+    while killed and time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() and _state(p) != "Z"
+                                                         for p in killed):
+        time.sleep(0.01)
+    return killed
+
+
+def _state(pid: int) -> str:
+    """A process's state letter (``Z``: a zombie, dead already); "" when gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def _pids_in(name: str) -> list[int]:
+    """Processes in namespace ``name`` (``ip netns pids``)."""
+    try:
+        out = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [int(p) for p in out.split() if p.isdigit()]
+
+
+def kill_inside(name: str) -> int:
+    """SIGKILL every process in namespace ``name``; how many."""
+    return len(_kill_pids(_pids_in(name)))
+
+
+def destroy_sockets(name: str) -> None:
+    """Destroy every TCP socket left in namespace ``name`` (``ss -K``: SOCK_DESTROY). A process
+    killed mid-transfer leaves its connections to the kernel, which retransmits their FIN for up
+    to two minutes; each keeps its congestion control (a BPF one cannot be freed: ``bpftool
+    struct_ops unregister`` says "in progress") and its namespace alive."""
+    try:
+        subprocess.run(["ip", "netns", "exec", name, "ss", "-K", "-t", "-a"], capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+
+
+def _pids_naming(marks: list[str]) -> list[int]:
+    """Processes whose command line contains one of ``marks`` (a run's temporary directory,
+    its cgroup: cclab-link's --spec, cclab-cwnd-clamp's --cgroup, a sender's --go-file)."""
+    marks_b = [m.encode() for m in marks if m]
+    out = []
+    if not marks_b:
+        return out
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if any(m in cmd for m in marks_b):
+                out.append(int(d.name))
+    return out
 
 
 def _remove_namespaces(names: list[str]) -> list[str]:
-    """Kill what runs inside each namespace and remove it; the names removed."""
+    """Kill what runs inside each namespace, destroy its sockets and remove it; the names removed."""
     from pyroute2 import netns
 
     removed = []
     for name in names:
-        _kill_inside(name)
+        kill_inside(name)
+    for name in names:
+        destroy_sockets(name)
         try:
             netns.remove(name)
             removed.append(name)
@@ -156,27 +243,61 @@ def _remove_namespaces(names: list[str]) -> list[str]:
 
 
 def _remove_run(rec: Path, data: dict) -> list[str]:
-    """Kill what runs in a recorded run's namespaces, remove them, its temporary directory, its
-    BPF clamp's cgroup (``cclab-run<run id>``, backend.py) and its record. Returns the namespaces
-    removed."""
-    from .clamp import remove_cgroup
+    """Undo what a dead run left (see the module's docstring); the namespaces removed."""
+    from . import bpfcc
+    from .clamp import cgroup_pids, remove_cgroup
 
+    tmp = data.get("tmp") if isinstance(data.get("tmp"), str) else None
+    if tmp and not Path(tmp).name.startswith(TMP_PREFIX):
+        tmp = None
+    cgroups = [f"run{rec.stem}", *[c for c in data.get("cgroups", []) if isinstance(c, str)]]
+    # cclab-link names the temporary directory (--spec), cclab-cwnd-clamp its cgroup (--cgroup).
+    marks = ([tmp] if tmp else []) + [f"/cclab-{c}\0" for c in cgroups]
+    pids = {p for c in cgroups for p in cgroup_pids(c)} | set(_pids_naming(marks))
+    pids |= {p for name in data.get("namespaces", []) for p in _pids_in(name)}
+    _kill_pids(pids)
     removed = _remove_namespaces(data.get("namespaces", []))
-    tmp = data.get("tmp")
-    if tmp and Path(tmp).name.startswith("cclab-kernel-"):
+    for c in cgroups:
+        remove_cgroup(c)
+    for name in data.get("bpf", []):
+        if name in bpfcc.BPF_CCS:
+            try:
+                bpfcc.unregister_if_registered(name)
+            except KernelUnavailable:
+                pass
+    if tmp:
         shutil.rmtree(tmp, ignore_errors=True)
-    remove_cgroup(f"run{rec.stem}")
     rec.unlink(missing_ok=True)
     return removed
 
 
+def _remove_dead_tmp_dirs() -> list[str]:
+    """Remove ``cclab-kernel-<pid>-*`` (a run's) and ``cclab-link-<pid>-*`` (a LinkEmulator's
+    own) directories whose process is gone (killed before its record was written, or used
+    without a run)."""
+    out = []
+    for prefix in (TMP_PREFIX, "cclab-link-"):
+        for d in Path(tempfile.gettempdir()).glob(f"{prefix}*-*"):
+            pid = d.name[len(prefix):].split("-", 1)[0]
+            if pid.isdigit() and not _alive(int(pid)) and d.is_dir():
+                shutil.rmtree(d, ignore_errors=True)
+                out.append(str(d))
+    return out
+
+
 def reap_stale_runs() -> list[str]:
     """Remove what runs whose process is gone left behind (see the module's docstring)."""
+    from .clamp import remove_dead_cgroups
+    from .knobs import restore_cubic_params
+
     removed = []
     for rec, data in _records():
         pid = data.get("pid")
         if not isinstance(pid, int) or not _alive(pid):
             removed += _remove_run(rec, data)
+    remove_dead_cgroups()
+    restore_cubic_params(only_dead=True)
+    _remove_dead_tmp_dirs()
     return removed
 
 
@@ -192,6 +313,7 @@ class Namespaces:
         self.names = {h: f"{PREFIX}{run_id}-{h}" for h in hosts}
         self.created: list[str] = []
         self.tmp_dir = tmp_dir
+        self.record: dict = {}
 
     def __enter__(self) -> "Namespaces":
         from pyroute2 import netns
@@ -206,11 +328,10 @@ class Namespaces:
                 f"another kernel run is in progress (process {pid}, run {run}): kernel runs share this machine's "
                 "global TCP knobs (tcp_cubic's parameters, BPF congestion controls), so one runs at a time; wait "
                 "for it, or if that process is not a cclab run, `cclab kernel clean`")
-        record = REGISTRY / f"{self.run_id}.json"
+        self.record = {"namespaces": [], "pid": os.getpid(), "tmp": self.tmp_dir}
         try:
             for name in self.names.values():
-                record.write_text(json.dumps({"namespaces": self.created + [name], "pid": os.getpid(),
-                                              "tmp": self.tmp_dir}))
+                self.note(namespaces=[name])
                 netns.create(name)
                 self.created.append(name)
                 _disable_ipv6_and_up_lo(name)
@@ -222,11 +343,22 @@ class Namespaces:
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
 
+    def note(self, **lists: list[str]) -> None:
+        """Add to the run's record, before making what it names (``cgroups``, ``bpf``: names of
+        BPF congestion controls), so that whatever kills the run, the next one removes it."""
+        for key, values in lists.items():
+            self.record.setdefault(key, [])
+            self.record[key] += [v for v in values if v not in self.record[key]]
+        write_json_atomic(REGISTRY / f"{self.run_id}.json", self.record)
+
     def close(self) -> None:
         """Delete what this run created and its record (idempotent)."""
         from pyroute2 import netns
 
+        for name in self.created:
+            kill_inside(name)
         for name in reversed(self.created):
+            destroy_sockets(name)
             try:
                 netns.remove(name)
             except OSError:
@@ -269,28 +401,27 @@ def address_iface(ns: str, dev: str, local: str, dsts: list[str]) -> None:
 
 
 #: Command-line marks of cclab's own helper processes (traffic generators, the middleware
-#: daemon): one of them whose parent is gone is an orphan of a killed run.
-_HELPERS = ("cclab.kernel.traffic", "cclab.kernel.udp", "cclab.kernel.middleware")
+#: daemon, the emulator, the BPF clamp): one of them whose parent is gone is an orphan of a
+#: killed run.
+_HELPERS = ("cclab.kernel.traffic", "cclab.kernel.udp", "cclab.kernel.middleware", "cclab-link",
+            "cclab-cwnd-clamp")
 
 
 def kill_orphans() -> list[int]:
-    """SIGKILL cclab helper processes whose parent is init (their run died); their pids."""
-    killed = []
+    """SIGKILL cclab helper processes (one of ``_HELPERS`` among the first words of their
+    command line) whose parent is init (their run died); their pids."""
+    found = []
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
         try:
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            argv = (d / "cmdline").read_bytes().decode(errors="replace").split("\0")[:3]
             ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
             continue
-        if ppid == 1 and any(h in cmd for h in _HELPERS):
-            try:
-                os.kill(int(d.name), signal.SIGKILL)
-                killed.append(int(d.name))
-            except ProcessLookupError:
-                pass
-    return killed
+        if ppid == 1 and any(h in a for h in _HELPERS for a in argv):
+            found.append(int(d.name))
+    return _kill_pids(found)
 
 
 def clean() -> list[str]:
@@ -301,6 +432,7 @@ def clean() -> list[str]:
     removed = []
     for rec, data in _records():
         removed += _remove_run(rec, data)
-    removed += _remove_namespaces(list_namespaces())
     kill_orphans()
+    removed += _remove_namespaces(list_namespaces())
+    _remove_dead_tmp_dirs()
     return removed
