@@ -310,7 +310,11 @@ fn info_build_and_errors() {
             "cubic_minor_fixes",
             "cubic_rfc_compliant",
             "cubic_use_minrtt",
-            "flow_control_response"
+            "flow_control_response",
+            "tcp_friendliness",
+            "friendly_ai_above_wmax",
+            "fast_convergence",
+            "hystart"
         ]
     );
     assert_eq!(

@@ -1,0 +1,112 @@
+//! Unit tests of `cubic_xnu.rs`'s ablation switches (`tcp_friendliness`,
+//! `friendly_ai_above_wmax`, `fast_convergence`, `hystart`): each turns off what it names and
+//! nothing else. (HyStart ending slow start on a real path: tests/xnu_cubic.rs.)
+
+use super::*;
+use crate::cc::build as build_any;
+
+const MSS: u32 = 1448;
+
+fn with(f: impl FnOnce(&mut XnuCubicParams)) -> XnuCubic {
+    let mut p = XnuCubicParams::default();
+    f(&mut p);
+    XnuCubic::new(p)
+}
+
+/// An epoch that starts at W(last_max) (K = 0), one ACK per segment, `rtt_ms` between rounds;
+/// returns, per ACK, (cwnd, the cubic target) in packets.
+fn epoch(cc: &mut XnuCubic, rounds: u32, rtt_ms: u32) -> Vec<(u32, u32)> {
+    let mut cwnd = 100 * MSS;
+    cc.st.last_max = 100 * MSS;
+    let mut now = 10_000u32;
+    let mut out = Vec::new();
+    for _ in 0..rounds {
+        for _ in 0..cwnd / MSS {
+            cwnd = cc.tcp_cubic_congestion_avd(now, rtt_ms, cwnd, 0, MSS, MSS, u32::MAX);
+            // The target the next ACK will see (tcp_cubic_update does not move the epoch).
+            let target = cc.tcp_cubic_update(now, rtt_ms, cwnd, 0, MSS);
+            out.push((cwnd / MSS, target / MSS));
+        }
+        now += rtt_ms;
+    }
+    out
+}
+
+/// Without the Reno-friendly window cwnd never grows past the cubic curve (by more than the
+/// one segment an ACK may add); with it (XNU) the Reno window, 1 MSS per RTT at W(last_max),
+/// runs well ahead of the curve's first seconds (C t^3: 3.2 packets after 2 s).
+#[test]
+fn no_tcp_friendliness_never_above_the_cubic_curve() {
+    let mut off = with(|p| p.tcp_friendliness = false);
+    let trace = epoch(&mut off, 20, 100);
+    for &(w, target) in &trace {
+        assert!(w <= target.max(100) + 1, "cwnd {w} above the curve {target}");
+    }
+    let mut xnu = with(|_| ());
+    let trace = epoch(&mut xnu, 20, 100);
+    let &(w, target) = trace.last().unwrap();
+    assert!(w >= 115 && w > target + 5, "XNU's Reno window: cwnd {w}, curve {target}");
+    // Without minor fixes the "TCP mode" is gone too, even with a large deviation.
+    let mut old = with(|p| {
+        p.cubic_minor_fixes = false;
+        p.tcp_friendliness = false;
+    });
+    old.st.mean_dev = 10 * MSS;
+    for &(w, target) in &epoch(&mut old, 20, 100) {
+        assert!(w <= target.max(100) + 1, "TCP mode: cwnd {w} above {target}");
+    }
+}
+
+/// With the clock frozen (a flat curve) only the Reno window grows: XNU adds 1 MSS per window
+/// at or above W(last_max); with `friendly_ai_above_wmax` off, 0.53 MSS as below it (Linux's
+/// rate everywhere), also in non-RFC mode (beta 0.8: 3 x 0.2 / 1.8 = 0.33 MSS).
+#[test]
+fn friendly_ai_above_wmax_off_grows_at_the_linux_rate() {
+    let grow = |cc: &mut XnuCubic| epoch(cc, 20, 0).last().unwrap().0;
+    assert_eq!(grow(&mut with(|_| ())), 120);
+    let w = grow(&mut with(|p| p.friendly_ai_above_wmax = false));
+    assert!((110..=111).contains(&w), "0.53 MSS per window: cwnd {w}");
+    assert_eq!(grow(&mut with(|p| p.cubic_rfc_compliant = false)), 120);
+    let w = grow(&mut with(|p| {
+        p.cubic_rfc_compliant = false;
+        p.friendly_ai_above_wmax = false;
+    }));
+    assert!((106..=107).contains(&w), "0.33 MSS per window: cwnd {w}");
+}
+
+/// Without fast convergence W(last_max) is the window at every loss, the first one included
+/// (XNU: 0.85 W below the previous W(last_max), which starts at 1 GiB); the backoff is the same.
+#[test]
+fn fast_convergence_off_remembers_the_window() {
+    let mut off = with(|p| p.fast_convergence = false);
+    let mut tp = TcpSock::new(MSS, 10, u32::MAX, crate::tcp::clock::KernelClock::new(250));
+    off.init(&mut tp);
+    assert_eq!(off.tcp_cubic_pre_fr(1000 * MSS, 0, MSS), 700 * MSS);
+    assert_eq!(off.st.last_max, 1000 * MSS);
+    assert_eq!(off.tcp_cubic_pre_fr(900 * MSS, 0, MSS), 630 * MSS);
+    assert_eq!(off.st.last_max, 900 * MSS);
+    let mut xnu = with(|_| ());
+    xnu.init(&mut tp);
+    xnu.tcp_cubic_pre_fr(1000 * MSS, 0, MSS);
+    assert_eq!(xnu.st.last_max, 850 * MSS);
+}
+
+#[test]
+fn switches_are_listed_parsed_and_default_to_xnu() {
+    let d = XnuCubicParams::default();
+    assert!(d.tcp_friendliness && d.friendly_ai_above_wmax && d.fast_convergence && !d.hystart);
+    let names: Vec<_> = info().params.iter().map(|p| p.name).collect();
+    for n in ["tcp_friendliness", "friendly_ai_above_wmax", "fast_convergence", "hystart"] {
+        assert!(names.contains(&n), "{n} listed");
+        let p: Params = [(n.to_string(), ParamValue::Int(1))].into_iter().collect();
+        assert!(build_any("cubic-xnu", &p).is_ok(), "{n} = 1 accepted");
+        let bad: Params = [(n.to_string(), ParamValue::Int(3))].into_iter().collect();
+        let e = build_any("cubic-xnu", &bad).err().expect("3 refused").to_string();
+        assert!(e.contains(n), "{e}");
+    }
+    assert!(xnu_hystart(false).hystart.is_none() && xnu_hystart(true).hystart.is_some());
+}
+
+fn xnu_hystart(on: bool) -> XnuCubic {
+    with(|p| p.hystart = on)
+}
