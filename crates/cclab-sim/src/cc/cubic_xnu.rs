@@ -16,13 +16,15 @@
 //! `tcp_cubic.c` never reads them (friendliness and fast convergence follow `cubic_minor_fixes`),
 //! so they are not exposed here.
 //!
-//! Four more switches are not XNU sysctls but ablation switches (issue 13 part 5, the S0 study's
+//! Five more switches are not XNU sysctls but ablation switches (issue 13 part 5, the S0 study's
 //! "why the order"): each turns one of XNU's differences from Linux CUBIC off, and their defaults
 //! are XNU's behaviour, so a scenario without them runs as before. `tcp_friendliness` (the
 //! Reno-friendly window of `tcp_cubic_tcpwin`, or "TCP mode" without minor fixes),
 //! `friendly_ai_above_wmax` (XNU's Reno window grows 1 MSS per window at or above W(last_max);
 //! off: 3 (1 - beta) / (1 + beta) everywhere, as Linux's `tcp_friendliness` estimate),
-//! `fast_convergence` (lowering W(last_max) to 0.85 W), and `hystart` (off, as XNU, which has
+//! `fast_convergence` (lowering W(last_max) to 0.85 W), `last_max_from_ssthresh` (W(last_max)
+//! starts at the initial ssthresh, 1 GiB, so the first loss out of slow start already applies
+//! fast convergence; off: it starts at 0, as Linux's `last_max_cwnd`), and `hystart` (off, as XNU, which has
 //! no HyStart; on: Linux 6.18's HyStart from `cubic.rs`, with its default tunables, may end
 //! slow start, and W(last_max) is then set to that ssthresh as `tcp_cubic_cwnd_init_or_reset`
 //! sets it from the initial one).
@@ -101,6 +103,10 @@ pub struct XnuCubicParams {
     /// Ablation switch (true = XNU with minor fixes): at a loss below the previous W(last_max),
     /// remember `fast_convergence_factor` W; false: W.
     pub fast_convergence: bool,
+    /// Ablation switch (true = XNU): `tcp_cubic_cwnd_init_or_reset` starts W(last_max) at
+    /// ssthresh (1 GiB at first), so the first loss counts as "below the previous maximum";
+    /// false: it starts at 0, as Linux's `last_max_cwnd`.
+    pub last_max_from_ssthresh: bool,
     /// Ablation switch (false = XNU, which has no HyStart): Linux 6.18's HyStart (`cubic.rs`,
     /// default tunables) may end slow start.
     pub hystart: bool,
@@ -116,6 +122,7 @@ impl Default for XnuCubicParams {
             tcp_friendliness: true,
             friendly_ai_above_wmax: true,
             fast_convergence: true,
+            last_max_from_ssthresh: true,
             hystart: false,
         }
     }
@@ -176,6 +183,13 @@ pub fn info() -> AlgorithmInfo {
                       the previous one (with minor fixes); true/false or 0/1",
             },
             ParamInfo {
+                name: "last_max_from_ssthresh",
+                default: ParamValue::Bool(d.last_max_from_ssthresh),
+                doc: "ablation switch, not a sysctl: W(last_max) starts at ssthresh (1 GiB), so \
+                      the first loss applies fast convergence; off: at 0, as Linux; true/false \
+                      or 0/1",
+            },
+            ParamInfo {
                 name: "hystart",
                 default: ParamValue::Bool(d.hystart),
                 doc: "ablation switch, not a sysctl: Linux 6.18's HyStart (default tunables) may \
@@ -199,6 +213,7 @@ pub fn build(algorithm: &str, params: &Params) -> Result<Box<dyn CongestionContr
         tcp_friendliness: r.bool("tcp_friendliness", d.tcp_friendliness)?,
         friendly_ai_above_wmax: r.bool("friendly_ai_above_wmax", d.friendly_ai_above_wmax)?,
         fast_convergence: r.bool("fast_convergence", d.fast_convergence)?,
+        last_max_from_ssthresh: r.bool("last_max_from_ssthresh", d.last_max_from_ssthresh)?,
         hystart: r.bool("hystart", d.hystart)?,
     };
     Ok(Box::new(XnuCubic::new(p)))
@@ -314,8 +329,13 @@ impl XnuCubic {
             ssthresh = TCP_MAX_SSTHRESH_BYTES;
             tp.snd_ssthresh = pkts(ssthresh, mss).max(tp.snd_ssthresh);
         }
-        // Initialize cubic last max to be same as ssthresh.
-        self.st.last_max = ssthresh;
+        // Initialize cubic last max to be same as ssthresh (the ablation switch off: 0, as
+        // Linux's bictcp_reset; tcp_cubic_update then takes ssthresh at the first epoch).
+        self.st.last_max = if self.params.last_max_from_ssthresh {
+            ssthresh
+        } else {
+            0
+        };
     }
 
     /// bsd/netinet/tcp_cubic.c: tcp_cubic_update(): the cubic target window for the next RTT,

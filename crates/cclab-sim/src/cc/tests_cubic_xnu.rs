@@ -314,6 +314,7 @@ fn info_build_and_errors() {
             "tcp_friendliness",
             "friendly_ai_above_wmax",
             "fast_convergence",
+            "last_max_from_ssthresh",
             "hystart"
         ]
     );

@@ -1,5 +1,5 @@
 //! Unit tests of `cubic_xnu.rs`'s ablation switches (`tcp_friendliness`,
-//! `friendly_ai_above_wmax`, `fast_convergence`, `hystart`): each turns off what it names and
+//! `friendly_ai_above_wmax`, `fast_convergence`, `last_max_from_ssthresh`, `hystart`): each turns off what it names and
 //! nothing else. (HyStart ending slow start on a real path: tests/xnu_cubic.rs.)
 
 use super::*;
@@ -91,12 +91,40 @@ fn fast_convergence_off_remembers_the_window() {
     assert_eq!(xnu.st.last_max, 850 * MSS);
 }
 
+/// XNU starts W(last_max) at the initial ssthresh (1 GiB), so the first loss out of slow start
+/// applies fast convergence (0.85 W); with `last_max_from_ssthresh` off it starts at 0, as
+/// Linux's `last_max_cwnd`, and the first loss remembers the window; later losses are alike.
+#[test]
+fn last_max_from_ssthresh_off_spares_the_first_loss() {
+    let mut tp = TcpSock::new(MSS, 10, u32::MAX, crate::tcp::clock::KernelClock::new(250));
+    let mut off = with(|p| p.last_max_from_ssthresh = false);
+    off.init(&mut tp);
+    assert_eq!(off.st.last_max, 0);
+    assert_eq!(off.tcp_cubic_pre_fr(1000 * MSS, 0, MSS), 700 * MSS);
+    assert_eq!(off.st.last_max, 1000 * MSS);
+    off.tcp_cubic_pre_fr(900 * MSS, 0, MSS);
+    assert_eq!(off.st.last_max, 765 * MSS, "fast convergence still acts later");
+    let mut xnu = with(|_| ());
+    xnu.init(&mut tp);
+    assert_eq!(xnu.st.last_max, TCP_MAX_SSTHRESH_BYTES);
+    xnu.tcp_cubic_pre_fr(1000 * MSS, 0, MSS);
+    assert_eq!(xnu.st.last_max, 850 * MSS);
+}
+
 #[test]
 fn switches_are_listed_parsed_and_default_to_xnu() {
     let d = XnuCubicParams::default();
-    assert!(d.tcp_friendliness && d.friendly_ai_above_wmax && d.fast_convergence && !d.hystart);
+    assert!(d.tcp_friendliness && d.friendly_ai_above_wmax && d.fast_convergence);
+    assert!(d.last_max_from_ssthresh && !d.hystart);
     let names: Vec<_> = info().params.iter().map(|p| p.name).collect();
-    for n in ["tcp_friendliness", "friendly_ai_above_wmax", "fast_convergence", "hystart"] {
+    let switches = [
+        "tcp_friendliness",
+        "friendly_ai_above_wmax",
+        "fast_convergence",
+        "last_max_from_ssthresh",
+        "hystart",
+    ];
+    for n in switches {
         assert!(names.contains(&n), "{n} listed");
         let p: Params = [(n.to_string(), ParamValue::Int(1))].into_iter().collect();
         assert!(build_any("cubic-xnu", &p).is_ok(), "{n} = 1 accepted");
