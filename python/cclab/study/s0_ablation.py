@@ -66,7 +66,8 @@ VARIANTS: list[Variant] = [
             "(no fast convergence at the first loss)", "cubic-xnu", {"last_max_from_ssthresh": False}),
     Variant("xnu-deflate", "xnu-", "no deflation to flight + 1 MSS on leaving recovery "
             "(flow_control_response off)", "cubic-xnu", {"flow_control_response": False}),
-    Variant("xnu+hystart", "xnu-", "Linux's HyStart added (XNU has none)", "cubic-xnu", {"hystart": True}),
+    Variant("xnu+hystart", "xnu-", "Linux's HyStart added (XNU has none); W(last_max) then starts at HyStart's "
+            "ssthresh, so this also spares the first loss fast convergence", "cubic-xnu", {"hystart": True}),
     Variant("xnu-fc", "xnu-", "no fast convergence at all (Linux has it too: reference)", "cubic-xnu",
             {"fast_convergence": False}),
     Variant("xnu-friendly", "xnu-", "no Reno-friendly region at all (Linux has one too: reference)",
@@ -186,89 +187,94 @@ def effects(t: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
             own = [_paired(runs, name, "cubic", rtt, x) for x in losses] if name != "cubic" else [(0.0, 0)] * len(cells)
             sign = np.array([s for _, s in own])
             diff = np.array([d for d, _ in own])
-            if sig.any() and r["kind"] in ("xnu-", "xnu-all", "linux+"):
-                moved = (gap - diff) if r["kind"] != "linux+" else diff
-                share = float((moved[sig] * xnu_sign[sig]).sum() / np.abs(gap[sig]).sum() * 100)
-            else:
-                share = np.nan
+            moved = (gap - diff) if r["kind"] != "linux+" else diff
+            shares = {}
+            for key, m in (("gap_share_pct", sig), ("share_above_pct", xnu_sign == 1),
+                           ("share_below_pct", xnu_sign == -1)):
+                ok = m.any() and r["kind"] in ("xnu-", "xnu-all", "linux+")
+                shares[key] = float((moved[m] * xnu_sign[m]).sum() / np.abs(gap[m]).sum() * 100) if ok else np.nan
             rows.append({"rtt_ms": rtt, "variant": name, "kind": r["kind"],
                          "vs_cubic_pct": float(np.nanmean((v - lin) / lin) * 100),
-                         "gap_share_pct": share, "order_flips": int((sign != xnu_sign).sum()),
+                         **shares, "order_flips": int((sign != xnu_sign).sum()),
                          "significant_cells": int(sig.sum()), "cells": len(cells),
                          "order": " ".join({1: "+", -1: "-", 0: "="}[int(k)] for k in sign)})
     return pd.DataFrame(rows)
 
 
+#: The paper's order per RTT, for the conclusion.
+PAPER_ORDER = {25: "iOS above Linux", 100: "iOS above below 1e-4, Linux above from 1e-4", 550: "Linux above iOS"}
+
+
 def conclusion(t: pd.DataFrame, e: pd.DataFrame) -> list[str]:
-    """One paragraph per RTT, from the table and its effects: the order of the stacks and which
-    difference makes it."""
+    """One paragraph per RTT, from the table and its effects: the order of the stacks at each
+    error rate, and, separately where cubic-xnu is above and where it is below, which difference
+    makes that order (the ``xnu-`` row that takes away the largest share of the gap)."""
     if e.empty:
         return ["(the ablation table lacks cubic or cubic-xnu)"]
     out = []
     for rtt, g in e.groupby("rtt_ms"):
         g = g.set_index("variant")
         x = g.loc["cubic-xnu"]
-        rel = x["vs_cubic_pct"]
         marks = x["order"].split()
         cols = [c.split(" / ")[1] for c in _cells(t, int(rtt))]
-        up = [c for c, m in zip(cols, marks) if m == "+"]
-        down = [c for c, m in zip(cols, marks) if m == "-"]
-        level = [c for c, m in zip(cols, marks) if m == "="]
+        at = {m: [c for c, k in zip(cols, marks) if k == m] for m in "+-="}
         said = []
-        if up:
-            said.append(f"cubic-xnu above cubic at {', '.join(up)}")
-        if down:
-            said.append(f"cubic above cubic-xnu at {', '.join(down)}")
-        if level:
-            said.append(f"level (no significant paired difference) at {', '.join(level)}")
-        parts = [f"At {rtt} ms: " + "; ".join(said) + f" (cubic-xnu {rel:+.1f} % on average over the error rates)."]
+        if at["+"]:
+            said.append(f"cubic-xnu above cubic at {', '.join(at['+'])}")
+        if at["-"]:
+            said.append(f"cubic above cubic-xnu at {', '.join(at['-'])}")
+        if at["="]:
+            said.append(f"level (no significant paired difference) at {', '.join(at['='])}")
+        paper = f" (paper: {PAPER_ORDER[int(rtt)]})" if int(rtt) in PAPER_ORDER else ""
+        parts = [f"At {rtt} ms{paper}: " + "; ".join(said) + f"; cubic-xnu {x['vs_cubic_pct']:+.1f} % on average."]
         minus = g[g["kind"] == "xnu-"].drop(index=["xnu-friendly", "xnu-fc"], errors="ignore")
-        if (up or down) and len(minus):
-            best = minus["gap_share_pct"].idxmax()
-            b = minus.loc[best]
-            parts.append(f"The difference that makes the order is {best} ({_what(t, best)}): taking it away "
-                         f"removes {b['gap_share_pct']:.0f} % of the gap and leaves cubic-xnu {b['vs_cubic_pct']:+.1f} % "
-                         f"from cubic, {_flips(b)}.")
-            rest = minus.drop(index=best)
-            big = rest[rest["gap_share_pct"].abs() >= 10]
-            if len(big):
-                parts.append("Others that move it: " + "; ".join(
-                    f"{n} {r['gap_share_pct']:.0f} %" for n, r in big.sort_values("gap_share_pct", ascending=False).iterrows()) + ".")
-            small = rest[rest["gap_share_pct"].abs() < 10]
-            if len(small):
-                parts.append("Less than 10 % of the gap each: " + ", ".join(
-                    f"{n} ({r['gap_share_pct']:+.0f} %)" for n, r in small.iterrows()) + ".")
-        elif len(minus):
-            top = minus.reindex(minus["vs_cubic_pct"].sub(rel).abs().sort_values(ascending=False).index)
-            parts.append("No single difference moves it by more than " + f"{abs(top.iloc[0]['vs_cubic_pct'] - rel):.1f} "
-                         f"points ({top.index[0]}, {top.iloc[0]['vs_cubic_pct']:+.1f} % vs cubic).")
+        for sign, col, where in (("+", "share_above_pct", "above"), ("-", "share_below_pct", "below")):
+            if not at[sign] or minus[col].isna().all():
+                continue
+            ranked = minus[col].sort_values(ascending=False)
+            # Variants within 3 points of the best share it (e.g. two switches acting through
+            # one mechanism).
+            tops = [n for n, v in ranked.items() if v >= ranked.iloc[0] - 3]
+            share = ranked.iloc[0]
+            named = " and ".join(f"{n} ({_what(t, n)})" for n in tops)
+            orders = ", ".join(minus.loc[n, "order"] for n in tops)
+            txt = (f"Where cubic-xnu is {where}, {named} {'make' if len(tops) > 1 else 'makes'} the order: taking "
+                   f"{'either' if len(tops) > 1 else 'it'} away removes {share:.0f} % of that gap (order against "
+                   f"cubic then {orders})")
+            rest = ranked.drop(index=tops)
+            others = [f"{n} {v:.0f} %" for n, v in rest.items() if abs(v) >= 10]
+            small = [f"{n} {v:+.0f} %" for n, v in rest.items() if abs(v) < 10]
+            if others:
+                txt += "; also " + ", ".join(others)
+            if small:
+                txt += "; under 10 % each: " + ", ".join(small)
+            parts.append(txt + ".")
+        if not (at["+"] or at["-"]) and len(minus):
+            far = minus["vs_cubic_pct"].sub(x["vs_cubic_pct"]).abs().idxmax()
+            parts.append(f"No difference is needed to explain a gap; the largest move is {far} "
+                         f"({minus.loc[far, 'vs_cubic_pct']:+.1f} % vs cubic, order {minus.loc[far, 'order']}).")
         if "xnu-linux-form" in g.index:
             lf = g.loc["xnu-linux-form"]
-            gone = f" ({lf['gap_share_pct']:.0f} % of the gap gone)" if up or down else ""
-            parts.append(f"With all its cc differences taken away cubic-xnu is {lf['vs_cubic_pct']:+.1f} % from cubic"
-                         f"{gone}, {_flips(lf)}: the rest is XNU's byte and float arithmetic "
-                         "(ssthresh rounded to the nearest MSS, bytes acked carried across a loss, at most 1 MSS per ACK).")
-        for ref in ("xnu-friendly", "xnu-fc"):
-            if ref in g.index:
-                parts.append(f"Reference, {ref} ({_what(t, ref)}): {g.loc[ref, 'vs_cubic_pct']:+.1f} % vs cubic.")
+            gone = f", {lf['gap_share_pct']:.0f} % of the gap gone" if at["+"] or at["-"] else ""
+            parts.append(f"With all its cc differences taken away (xnu-linux-form) cubic-xnu is "
+                         f"{lf['vs_cubic_pct']:+.1f} % from cubic (order {lf['order']}{gone}); what is left are the "
+                         "differences no switch turns: XNU's byte and float arithmetic (ssthresh rounded to the "
+                         "nearest MSS, bytes acked carried across a loss, at most 1 MSS per ACK).")
         plus = g[g["kind"] == "linux+"]
-        if len(plus) and (up or down):
-            parts.append("Linux with one XNU difference: " + "; ".join(
-                f"{n} {r['vs_cubic_pct']:+.1f} %" for n, r in plus.iterrows()) + ".")
-        for n in ("ios9", "ios9-rfc"):
-            if n in g.index:
-                parts.append(f"{n} (XNU's settings in the paper's iOS 9.3.2 era) {g.loc[n, 'vs_cubic_pct']:+.1f} % vs cubic, "
-                             f"{_flips(g.loc[n])}.")
+        if len(plus):
+            parts.append("Linux with one XNU difference: " + ", ".join(
+                f"{n} {r['vs_cubic_pct']:+.1f} % ({r['order']})" for n, r in plus.iterrows()) + ".")
+        refs = [f"{n} {g.loc[n, 'vs_cubic_pct']:+.1f} % ({g.loc[n, 'order']})" for n in ("xnu-friendly", "xnu-fc")
+                if n in g.index]
+        if refs:
+            parts.append("Mechanisms both stacks share, removed from cubic-xnu: " + ", ".join(refs) + ".")
+        ios = [f"{n} {g.loc[n, 'vs_cubic_pct']:+.1f} % ({g.loc[n, 'order']})" for n in ("ios9", "ios9-rfc")
+               if n in g.index]
+        if ios:
+            parts.append("XNU's settings of the paper's iOS 9.3.2 era: " + ", ".join(ios) + ".")
         out.append(" ".join(parts))
     return out
 
 
 def _what(t: pd.DataFrame, name: str) -> str:
     return str(t.set_index("variant").loc[name, "difference"])
-
-
-def _flips(r: pd.Series) -> str:
-    k = int(r["order_flips"])
-    return ("the same order as cubic-xnu at every error rate" if k == 0
-            else f"a different order from cubic-xnu's at {k} of {int(r['cells'])} error rates ({r['order']} against "
-            "cubic, + above, - below, = level)")
