@@ -167,8 +167,19 @@ fn xnu_hystart_switch_ends_slow_start_before_the_first_loss() {
         .run();
     let (t0, s0, r0) = first_ssthresh(&xnu);
     let (t1, s1, r1) = first_ssthresh(&hs);
-    eprintln!("no HyStart: ssthresh {s0} at {t0:.2} s ({r0} retrans); HyStart: {s1} at {t1:.2} s ({r1})");
-    assert!(r1 == 0 && s1 < 833, "HyStart exit {s1} with {r1} retransmissions");
-    assert!(t1 < t0 && s1 < s0, "HyStart ends slow start earlier and lower");
-    assert!(r0 > 0 || s0 >= 560, "without HyStart slow start ends at a loss");
+    eprintln!(
+        "no HyStart: ssthresh {s0} at {t0:.2} s ({r0} retrans); HyStart: {s1} at {t1:.2} s ({r1})"
+    );
+    assert!(
+        r1 == 0 && s1 < 833,
+        "HyStart exit {s1} with {r1} retransmissions"
+    );
+    assert!(
+        t1 < t0 && s1 < s0,
+        "HyStart ends slow start earlier and lower"
+    );
+    assert!(
+        r0 > 0 || s0 >= 560,
+        "without HyStart slow start ends at a loss"
+    );
 }

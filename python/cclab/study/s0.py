@@ -57,6 +57,8 @@ class S0Config:
     b_duration_s: float = 100.0
     #: Error rates of the ablation ("why the order").
     ablation_losses: list[float] = field(default_factory=lambda: list(s0_ablation.LOSSES))
+    #: Seeds per ablation cell (None: ``reps``; fewer halves its cost, the first seeds of A's).
+    ablation_reps: int | None = None
     #: "sim", or "kernel": the same grid on this machine's Linux (root; real time, one run at a
     #: time, so the full grid takes hours: see docs/studies.md).
     backend: str = "sim"
@@ -107,7 +109,8 @@ def plan(cfg: S0Config) -> tuple[list[RunSpec], list[RunSpec], list[RunSpec]]:
             post="cclab.study.s0:cycles_of_trace",
             backend=cfg.backend,
         )
-    ablation = s0_ablation.plan(PATHS, cfg.ablation_losses, cfg.reps, cfg.a_duration_s, cfg.quick)
+    ablation = s0_ablation.plan(PATHS, cfg.ablation_losses, cfg.ablation_reps or cfg.reps, cfg.a_duration_s,
+                                cfg.quick)
     return a, b, ablation
 
 

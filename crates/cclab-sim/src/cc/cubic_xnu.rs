@@ -500,8 +500,7 @@ impl XnuCubic {
         let mut win = cwnd; // min(snd_cwnd, snd_wnd)
                             // The window at which loss occurred, lowered a little more when it did not regain the
                             // previous maximum (a new flow took some of the capacity).
-        if win < self.st.last_max && self.params.cubic_minor_fixes && self.params.fast_convergence
-        {
+        if win < self.st.last_max && self.params.cubic_minor_fixes && self.params.fast_convergence {
             self.st.last_max = (win as f32 * self.fast_convergence_factor) as u32;
         } else {
             self.st.last_max = win;

@@ -40,12 +40,18 @@ fn no_tcp_friendliness_never_above_the_cubic_curve() {
     let mut off = with(|p| p.tcp_friendliness = false);
     let trace = epoch(&mut off, 20, 100);
     for &(w, target) in &trace {
-        assert!(w <= target.max(100) + 1, "cwnd {w} above the curve {target}");
+        assert!(
+            w <= target.max(100) + 1,
+            "cwnd {w} above the curve {target}"
+        );
     }
     let mut xnu = with(|_| ());
     let trace = epoch(&mut xnu, 20, 100);
     let &(w, target) = trace.last().unwrap();
-    assert!(w >= 115 && w > target + 5, "XNU's Reno window: cwnd {w}, curve {target}");
+    assert!(
+        w >= 115 && w > target + 5,
+        "XNU's Reno window: cwnd {w}, curve {target}"
+    );
     // Without minor fixes the "TCP mode" is gone too, even with a large deviation.
     let mut old = with(|p| {
         p.cubic_minor_fixes = false;
@@ -53,7 +59,10 @@ fn no_tcp_friendliness_never_above_the_cubic_curve() {
     });
     old.st.mean_dev = 10 * MSS;
     for &(w, target) in &epoch(&mut old, 20, 100) {
-        assert!(w <= target.max(100) + 1, "TCP mode: cwnd {w} above {target}");
+        assert!(
+            w <= target.max(100) + 1,
+            "TCP mode: cwnd {w} above {target}"
+        );
     }
 }
 
@@ -103,7 +112,11 @@ fn last_max_from_ssthresh_off_spares_the_first_loss() {
     assert_eq!(off.tcp_cubic_pre_fr(1000 * MSS, 0, MSS), 700 * MSS);
     assert_eq!(off.st.last_max, 1000 * MSS);
     off.tcp_cubic_pre_fr(900 * MSS, 0, MSS);
-    assert_eq!(off.st.last_max, 765 * MSS, "fast convergence still acts later");
+    assert_eq!(
+        off.st.last_max,
+        765 * MSS,
+        "fast convergence still acts later"
+    );
     let mut xnu = with(|_| ());
     xnu.init(&mut tp);
     assert_eq!(xnu.st.last_max, TCP_MAX_SSTHRESH_BYTES);
@@ -129,7 +142,10 @@ fn switches_are_listed_parsed_and_default_to_xnu() {
         let p: Params = [(n.to_string(), ParamValue::Int(1))].into_iter().collect();
         assert!(build_any("cubic-xnu", &p).is_ok(), "{n} = 1 accepted");
         let bad: Params = [(n.to_string(), ParamValue::Int(3))].into_iter().collect();
-        let e = build_any("cubic-xnu", &bad).err().expect("3 refused").to_string();
+        let e = build_any("cubic-xnu", &bad)
+            .err()
+            .expect("3 refused")
+            .to_string();
         assert!(e.contains(n), "{e}");
     }
     assert!(xnu_hystart(false).hystart.is_none() && xnu_hystart(true).hystart.is_some());
