@@ -72,7 +72,7 @@ def test_study_s0_quick_writes_every_figure_table_and_a_report_chromium_opens(qu
     report = out / "report.html"
     text = report.read_text()
     assert text.count("data:image/png;base64,") >= 8 and "Comparison with the paper" in text
-    assert "Why the order: ablation" in text and all(f"At {rtt} ms:" in text for rtt in (25, 100, 550))
+    assert "Why the order: ablation" in text and all(f"At {rtt} ms (paper: " in text for rtt in (25, 100, 550))
     assert "s0-25ms.toml" in text and "seed" in text
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
