@@ -55,7 +55,8 @@ def rto_min_xnu_ms(rtt_ms: float) -> float:
 
 
 _LINUX_FORM = {"friendly_ai_above_wmax": False, "last_max_from_ssthresh": False,
-               "flow_control_response": False, "hystart": True}
+               "flow_control_response": False, "hystart": True, "ssthresh_round_to_mss": False,
+               "bytes_acked_carry": False}
 
 VARIANTS: list[Variant] = [
     Variant("cubic", "stack", "Linux 6.18 CUBIC as shipped", "cubic"),
@@ -68,6 +69,10 @@ VARIANTS: list[Variant] = [
             "(flow_control_response off)", "cubic-xnu", {"flow_control_response": False}),
     Variant("xnu+hystart", "xnu-", "Linux's HyStart added (XNU has none); W(last_max) then starts at HyStart's "
             "ssthresh, so this also spares the first loss fast convergence", "cubic-xnu", {"hystart": True}),
+    Variant("xnu-round", "xnu-", "ssthresh rounded down to a whole MSS as Linux, not to the nearest MSS",
+            "cubic-xnu", {"ssthresh_round_to_mss": False}),
+    Variant("xnu-carry", "xnu-", "bytes acked towards the next increase reset at a loss as Linux, not carried "
+            "across it", "cubic-xnu", {"bytes_acked_carry": False}),
     Variant("xnu-fc", "xnu-", "no fast convergence at all (Linux has it too: reference)", "cubic-xnu",
             {"fast_convergence": False}),
     Variant("xnu-friendly", "xnu-", "no Reno-friendly region at all (Linux has one too: reference)",
@@ -78,23 +83,22 @@ VARIANTS: list[Variant] = [
             "rto_min = max(200, 300 - RTT) ms", "cubic-xnu", flow={"rto_min_ms": "rto_xnu"}),
     Variant("xnu-ack-every", "xnu-", "the receiver ACKs every segment (no delayed ACKs)", "cubic-xnu",
             flow={"delayed_ack": False}),
-    Variant("xnu-linux-form", "xnu-all", "all of the cc differences above taken away at once "
-            "(friendly rate, first-loss FC, deflation, HyStart): left is XNU's arithmetic", "cubic-xnu",
-            dict(_LINUX_FORM)),
+    Variant("xnu-linux-form", "xnu-all", "all six cc differences above taken away at once (friendly rate, "
+            "first-loss FC, deflation, HyStart, rounding, carry)", "cubic-xnu", dict(_LINUX_FORM)),
     Variant("linux+no-hystart", "linux+", "no HyStart, as XNU", "cubic", {"hystart": False}),
     Variant("linux+rto", "linux+", "XNU's RTO floor (as xnu-rto)", "cubic", flow={"rto_min_ms": "rto_xnu"}),
     Variant("linux+ack-every", "linux+", "the receiver ACKs every segment", "cubic", flow={"delayed_ack": False}),
     Variant("linux+beta0.8", "linux+", "beta 0.8 (XNU before cubic_rfc_compliant, iOS 9)", "cubic", {"beta": 0.8}),
     Variant("ios9", "ios9", "XNU as in iOS 9.3.2: cubic_rfc_compliant and cubic_minor_fixes off "
-            "(beta 0.8, TCP mode, ABC 2 MSS)", "cubic-xnu",
-            {"cubic_rfc_compliant": False, "cubic_minor_fixes": False}),
+            "(beta 0.8, TCP mode, ABC 2 MSS), initial window 4 segments (4380 B)", "cubic-xnu",
+            {"cubic_rfc_compliant": False, "cubic_minor_fixes": False}, flow={"initial_cwnd_pkts": 4}),
     Variant("ios9-rfc", "ios9", "XNU with cubic_rfc_compliant off only (beta 0.8)", "cubic-xnu",
             {"cubic_rfc_compliant": False}),
 ]
 
 #: The rows of the quick grid (the stacks and the differences that move the order).
 QUICK_VARIANTS = ["cubic", "cubic-xnu", "xnu-friendly-ai", "xnu-first-fc", "xnu-deflate", "xnu+hystart",
-                  "xnu-linux-form", "linux+no-hystart", "ios9"]
+                  "xnu-round", "xnu-linux-form", "linux+no-hystart", "ios9"]
 
 
 def variants(quick: bool) -> list[Variant]:
@@ -258,8 +262,8 @@ def conclusion(t: pd.DataFrame, e: pd.DataFrame) -> list[str]:
             gone = f", {lf['gap_share_pct']:.0f} % of the gap gone" if at["+"] or at["-"] else ""
             parts.append(f"With all its cc differences taken away (xnu-linux-form) cubic-xnu is "
                          f"{lf['vs_cubic_pct']:+.1f} % from cubic (order {lf['order']}{gone}); what is left are the "
-                         "differences no switch turns: XNU's byte and float arithmetic (ssthresh rounded to the "
-                         "nearest MSS, bytes acked carried across a loss, at most 1 MSS per ACK).")
+                         "differences no switch turns (windows in bytes, float K, a millisecond clock, at most "
+                         "1 MSS per ACK, the route's base RTT).")
         plus = g[g["kind"] == "linux+"]
         if len(plus):
             parts.append("Linux with one XNU difference: " + ", ".join(

@@ -16,7 +16,7 @@
 //! `tcp_cubic.c` never reads them (friendliness and fast convergence follow `cubic_minor_fixes`),
 //! so they are not exposed here.
 //!
-//! Five more switches are not XNU sysctls but ablation switches (issue 13 part 5, the S0 study's
+//! Seven more switches are not XNU sysctls but ablation switches (issue 13 part 5, the S0 study's
 //! "why the order"): each turns one of XNU's differences from Linux CUBIC off, and their defaults
 //! are XNU's behaviour, so a scenario without them runs as before. `tcp_friendliness` (the
 //! Reno-friendly window of `tcp_cubic_tcpwin`, or "TCP mode" without minor fixes),
@@ -27,7 +27,10 @@
 //! fast convergence; off: it starts at 0, as Linux's `last_max_cwnd`), and `hystart` (off, as XNU, which has
 //! no HyStart; on: Linux 6.18's HyStart from `cubic.rs`, with its default tunables, may end
 //! slow start, and W(last_max) is then set to that ssthresh as `tcp_cubic_cwnd_init_or_reset`
-//! sets it from the initial one).
+//! sets it from the initial one), and two of its arithmetic: `bytes_acked_carry` (XNU's
+//! `t_bytes_acked` is not reset at a loss; off: reset, as Linux's `ack_cnt` restarts with each
+//! epoch) and `ssthresh_round_to_mss` (XNU rounds the reduced window to the nearest MSS; off:
+//! down to a whole MSS, as Linux's `cwnd * beta / 1024` truncates).
 //!
 //! How XNU's hooks map onto ours (we keep the Linux 6.18 TCP core; only the window arithmetic is
 //! XNU's):
@@ -107,6 +110,12 @@ pub struct XnuCubicParams {
     /// ssthresh (1 GiB at first), so the first loss counts as "below the previous maximum";
     /// false: it starts at 0, as Linux's `last_max_cwnd`.
     pub last_max_from_ssthresh: bool,
+    /// Ablation switch (true = XNU): `t_bytes_acked` (bytes towards the next 1-MSS increase) is
+    /// kept across a loss; false: `tcp_cubic_pre_fr` resets it, as Linux restarts `ack_cnt`.
+    pub bytes_acked_carry: bool,
+    /// Ablation switch (true = XNU): ssthresh = `tcp_round_to(0.7 W, MSS)`, the nearest MSS;
+    /// false: rounded down to a whole MSS, as Linux's truncating `cwnd * beta / 1024`.
+    pub ssthresh_round_to_mss: bool,
     /// Ablation switch (false = XNU, which has no HyStart): Linux 6.18's HyStart (`cubic.rs`,
     /// default tunables) may end slow start.
     pub hystart: bool,
@@ -123,6 +132,8 @@ impl Default for XnuCubicParams {
             friendly_ai_above_wmax: true,
             fast_convergence: true,
             last_max_from_ssthresh: true,
+            bytes_acked_carry: true,
+            ssthresh_round_to_mss: true,
             hystart: false,
         }
     }
@@ -190,6 +201,18 @@ pub fn info() -> AlgorithmInfo {
                       or 0/1",
             },
             ParamInfo {
+                name: "bytes_acked_carry",
+                default: ParamValue::Bool(d.bytes_acked_carry),
+                doc: "ablation switch, not a sysctl: bytes acked towards the next 1-MSS increase \
+                      are kept across a loss; off: reset, as Linux; true/false or 0/1",
+            },
+            ParamInfo {
+                name: "ssthresh_round_to_mss",
+                default: ParamValue::Bool(d.ssthresh_round_to_mss),
+                doc: "ablation switch, not a sysctl: the reduced window is rounded to the nearest \
+                      MSS; off: down to a whole MSS, as Linux; true/false or 0/1",
+            },
+            ParamInfo {
                 name: "hystart",
                 default: ParamValue::Bool(d.hystart),
                 doc: "ablation switch, not a sysctl: Linux 6.18's HyStart (default tunables) may \
@@ -214,6 +237,8 @@ pub fn build(algorithm: &str, params: &Params) -> Result<Box<dyn CongestionContr
         friendly_ai_above_wmax: r.bool("friendly_ai_above_wmax", d.friendly_ai_above_wmax)?,
         fast_convergence: r.bool("fast_convergence", d.fast_convergence)?,
         last_max_from_ssthresh: r.bool("last_max_from_ssthresh", d.last_max_from_ssthresh)?,
+        bytes_acked_carry: r.bool("bytes_acked_carry", d.bytes_acked_carry)?,
+        ssthresh_round_to_mss: r.bool("ssthresh_round_to_mss", d.ssthresh_round_to_mss)?,
         hystart: r.bool("hystart", d.hystart)?,
     };
     Ok(Box::new(XnuCubic::new(p)))
@@ -496,6 +521,9 @@ impl XnuCubic {
         self.st.epoch_start = 0;
         self.st.tcp_win = 0;
         self.st.tcp_bytes_acked = 0;
+        if !self.params.bytes_acked_carry {
+            self.t_bytes_acked = 0;
+        }
 
         let mut win = cwnd; // min(snd_cwnd, snd_wnd)
                             // The window at which loss occurred, lowered a little more when it did not regain the
@@ -529,7 +557,11 @@ impl XnuCubic {
 
         // Backoff congestion window by tcp_cubic_backoff factor.
         win = (win as f32 - win as f32 * self.backoff) as u32;
-        win = tcp_round_to(win, mss);
+        win = if self.params.ssthresh_round_to_mss {
+            tcp_round_to(win, mss)
+        } else {
+            win / mss * mss
+        };
         win.max(2 * mss)
     }
 

@@ -315,6 +315,8 @@ fn info_build_and_errors() {
             "friendly_ai_above_wmax",
             "fast_convergence",
             "last_max_from_ssthresh",
+            "bytes_acked_carry",
+            "ssthresh_round_to_mss",
             "hystart"
         ]
     );

@@ -1,5 +1,6 @@
 //! Unit tests of `cubic_xnu.rs`'s ablation switches (`tcp_friendliness`,
-//! `friendly_ai_above_wmax`, `fast_convergence`, `last_max_from_ssthresh`, `hystart`): each turns off what it names and
+//! `friendly_ai_above_wmax`, `fast_convergence`, `last_max_from_ssthresh`, `bytes_acked_carry`,
+//! `ssthresh_round_to_mss`, `hystart`): each turns off what it names and
 //! nothing else. (HyStart ending slow start on a real path: tests/xnu_cubic.rs.)
 
 use super::*;
@@ -124,17 +125,46 @@ fn last_max_from_ssthresh_off_spares_the_first_loss() {
     assert_eq!(xnu.st.last_max, 850 * MSS);
 }
 
+/// XNU keeps `t_bytes_acked` across a loss, so bytes acked before it count towards the first
+/// increase after it; with `bytes_acked_carry` off the count restarts at the loss, as Linux's.
+#[test]
+fn bytes_acked_carry_off_restarts_the_count_at_a_loss() {
+    for carry in [true, false] {
+        let mut cc = with(|p| p.bytes_acked_carry = carry);
+        cc.t_bytes_acked = 5 * MSS;
+        cc.tcp_cubic_pre_fr(100 * MSS, 0, MSS);
+        assert_eq!(cc.t_bytes_acked, if carry { 5 * MSS } else { 0 });
+    }
+}
+
+/// XNU rounds the reduced window to the nearest MSS (`tcp_round_to`): 0.7 x 15 = 10.5 -> 11
+/// segments; with `ssthresh_round_to_mss` off it is rounded down (10), as Linux's integer
+/// `cwnd * beta / 1024`; never below 2 MSS either way.
+#[test]
+fn ssthresh_round_to_mss_off_rounds_down() {
+    let mut xnu = with(|_| ());
+    assert_eq!(xnu.tcp_cubic_pre_fr(15 * MSS, 0, MSS), 11 * MSS);
+    let mut off = with(|p| p.ssthresh_round_to_mss = false);
+    assert_eq!(off.tcp_cubic_pre_fr(15 * MSS, 0, MSS), 10 * MSS);
+    assert_eq!(off.tcp_cubic_pre_fr(1000 * MSS, 0, MSS), 700 * MSS);
+    assert_eq!(off.tcp_cubic_pre_fr(2 * MSS, 0, MSS), 2 * MSS);
+}
+
 #[test]
 fn switches_are_listed_parsed_and_default_to_xnu() {
     let d = XnuCubicParams::default();
     assert!(d.tcp_friendliness && d.friendly_ai_above_wmax && d.fast_convergence);
-    assert!(d.last_max_from_ssthresh && !d.hystart);
+    assert!(
+        d.last_max_from_ssthresh && d.bytes_acked_carry && d.ssthresh_round_to_mss && !d.hystart
+    );
     let names: Vec<_> = info().params.iter().map(|p| p.name).collect();
     let switches = [
         "tcp_friendliness",
         "friendly_ai_above_wmax",
         "fast_convergence",
         "last_max_from_ssthresh",
+        "bytes_acked_carry",
+        "ssthresh_round_to_mss",
         "hystart",
     ];
     for n in switches {
