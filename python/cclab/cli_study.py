@@ -115,7 +115,7 @@ def s0(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: 
     for _, r in res.compare.iterrows():
         t.add_row(str(r["result"]), str(r["paper"]), str(r["cclab"]))
     out.print(t)
-    n = len(res.a_runs) + len(res.b_runs) + len(res.ablation_runs)
+    n = res.n_runs
     for line in res.ablation_conclusion:
         out.print(f"why the order: {line}", highlight=False)
     out.print(f"{n} runs in {res.wall_s:.1f} s ({len(res.failures)} failed); report: {res.out_dir / 'report.html'}")

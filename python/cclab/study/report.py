@@ -97,7 +97,7 @@ def write_s0_report(res: Any) -> Path:
         f"<p class='meta'>cclab {html.escape(__version__)} &middot; "
         f"{'Linux kernel (' + html.escape(os.uname().release) + ')' if cfg.backend == 'kernel' else 'simulator'} backend &middot; "
         f"{'quick grid' if cfg.quick else 'full grid'} &middot; {cfg.reps} runs per point (seeds derived from "
-        f"base seed 1 and the repetition index) &middot; {len(res.a_runs) + len(res.b_runs)} runs in "
+        f"base seed 1 and the repetition index) &middot; {res.n_runs} runs in "
         f"{res.wall_s:.1f} s &middot; {len(res.failures)} failed</p>",
         f"<p class='meta'>Seeds of repetitions 0..{cfg.reps - 1}: "
         f"{', '.join(str(derive_seed(1, r)) for r in range(cfg.reps))} (every grid point uses the same "

@@ -135,6 +135,8 @@ class S0Result:
     ablation_effects: pd.DataFrame = field(default_factory=pd.DataFrame)
     ablation_conclusion: list[str] = field(default_factory=list)
     ablation_runs: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: Distinct runs of the study (the ablation's two stacks are A's runs).
+    n_runs: int = 0
 
 
 def run_s0(out_dir: str | Path, cfg: S0Config, progress: Callable[[int, int], None] | None = None) -> S0Result:
@@ -147,10 +149,12 @@ def run_s0(out_dir: str | Path, cfg: S0Config, progress: Callable[[int, int], No
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     a_specs, b_specs, ab_specs = plan(cfg)
-    sweep = run_sweep(a_specs + b_specs + ab_specs, out / "cache", cfg.jobs, cfg.executor, progress)
+    # The ablation's two stacks are experiment A's runs (same scenario, seed and backend): run once.
+    in_a = {_ident(s): i for i, s in enumerate(a_specs)}
+    extra = [s for s in ab_specs if _ident(s) not in in_a]
+    sweep = run_sweep(a_specs + b_specs + extra, out / "cache", cfg.jobs, cfg.executor, progress)
     runs = sweep.runs
-    ab_runs = runs[runs["experiment"] == "ablation"].dropna(axis=1, how="all")
-    ab_runs = ab_runs.rename(columns={"flows[0].cc": "cc", "bottleneck.loss": "loss"})
+    ab_runs = _ablation_runs(runs, ab_specs, in_a, len(a_specs) + len(b_specs))
     ablation = s0_ablation.table(ab_runs) if len(ab_runs) else pd.DataFrame()
     ab_effects = s0_ablation.effects(ablation, ab_runs) if len(ablation) else pd.DataFrame()
     a_runs = runs[runs["experiment"] == "A"].dropna(axis=1, how="all")
@@ -174,11 +178,33 @@ def run_s0(out_dir: str | Path, cfg: S0Config, progress: Callable[[int, int], No
     figures = s0_figures.draw_all(out / "figures", a_table, sweep, b_runs, cfg.jobs, ab_effects)
     res = S0Result(cfg, out, a_runs, a_table, b_runs, c_table, compare, figures, tables, sweep.failures,
                    time.perf_counter() - t0, ablation, ab_effects,
-                   s0_ablation.conclusion(ablation, ab_effects) if len(ablation) else [], ab_runs)
+                   s0_ablation.conclusion(ablation, ab_effects) if len(ablation) else [], ab_runs, len(runs))
     from .report import write_s0_report
 
     write_s0_report(res)
     return res
+
+
+def _ident(spec: RunSpec) -> tuple:
+    """What makes two specs the same run (the cache key without normalising the scenario)."""
+    import json
+
+    return (str(spec.source), json.dumps(dict(spec.overrides), sort_keys=True, default=str), spec.seed, spec.backend)
+
+
+def _ablation_runs(runs: pd.DataFrame, specs: list[RunSpec], in_a: dict[tuple, int], first_extra: int) -> pd.DataFrame:
+    """One row per ablation spec, in order: experiment A's row for the runs it shares (relabelled),
+    else the ablation's own (from ``first_extra`` on in ``runs``)."""
+    rows, k = [], first_extra
+    for spec in specs:
+        i = in_a.get(_ident(spec))
+        if i is None:
+            i, k = k, k + 1
+        ov = dict(spec.overrides)
+        rows.append(runs.iloc[i].drop(labels=["flows[0].cc"], errors="ignore").to_dict() | dict(spec.labels)
+                    | {"cc": ov.get("flows[0].cc"), "cc_params": str(ov.get("flows[0].cc_params", {}))})
+    out = pd.DataFrame(rows).dropna(axis=1, how="all")
+    return out.rename(columns={"bottleneck.loss": "loss"})
 
 
 def b_summary(sweep: SweepResult, b_runs: pd.DataFrame) -> pd.DataFrame:
