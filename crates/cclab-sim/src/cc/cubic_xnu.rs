@@ -16,21 +16,24 @@
 //! `tcp_cubic.c` never reads them (friendliness and fast convergence follow `cubic_minor_fixes`),
 //! so they are not exposed here.
 //!
-//! Seven more switches are not XNU sysctls but ablation switches (issue 13 part 5, the S0 study's
-//! "why the order"): each turns one of XNU's differences from Linux CUBIC off, and their defaults
-//! are XNU's behaviour, so a scenario without them runs as before. `tcp_friendliness` (the
-//! Reno-friendly window of `tcp_cubic_tcpwin`, or "TCP mode" without minor fixes),
-//! `friendly_ai_above_wmax` (XNU's Reno window grows 1 MSS per window at or above W(last_max);
-//! off: 3 (1 - beta) / (1 + beta) everywhere, as Linux's `tcp_friendliness` estimate),
-//! `fast_convergence` (lowering W(last_max) to 0.85 W), `last_max_from_ssthresh` (W(last_max)
-//! starts at the initial ssthresh, 1 GiB, so the first loss out of slow start already applies
-//! fast convergence; off: it starts at 0, as Linux's `last_max_cwnd`), and `hystart` (off, as XNU, which has
-//! no HyStart; on: Linux 6.18's HyStart from `cubic.rs`, with its default tunables, may end
-//! slow start, and W(last_max) is then set to that ssthresh as `tcp_cubic_cwnd_init_or_reset`
-//! sets it from the initial one), and two of its arithmetic: `bytes_acked_carry` (XNU's
-//! `t_bytes_acked` is not reset at a loss; off: reset, as Linux's `ack_cnt` restarts with each
-//! epoch) and `ssthresh_round_to_mss` (XNU rounds the reduced window to the nearest MSS; off:
-//! down to a whole MSS, as Linux's `cwnd * beta / 1024` truncates).
+//! Seven more switches are not XNU sysctls but ablation switches (issue 13 part 5, the S0
+//! study's "why the order"): each turns one of XNU's differences from Linux CUBIC off; their
+//! defaults are XNU's behaviour, so a scenario without them runs as before.
+//! - `tcp_friendliness`: the Reno-friendly window of `tcp_cubic_tcpwin` (or the "TCP mode"
+//!   without minor fixes); off: the cubic target only.
+//! - `friendly_ai_above_wmax`: XNU's Reno window grows 1 MSS per window at or above
+//!   W(last_max); off: 3 (1 - beta) / (1 + beta) everywhere, as Linux's `tcp_friendliness`.
+//! - `fast_convergence`: W(last_max) lowered to 0.85 W at a loss below the previous one.
+//! - `last_max_from_ssthresh`: W(last_max) starts at the initial ssthresh (1 GiB), so the first
+//!   loss out of slow start already applies fast convergence; off: at 0, as Linux's
+//!   `last_max_cwnd`.
+//! - `bytes_acked_carry`: `t_bytes_acked` is not reset at a loss; off: reset, as Linux's
+//!   `ack_cnt` restarts with each epoch.
+//! - `ssthresh_round_to_mss`: the reduced window is rounded to the nearest MSS (`tcp_round_to`);
+//!   off: down to a whole MSS, as Linux's `cwnd * beta / 1024` truncates.
+//! - `hystart` (off, as XNU, which has none): Linux 6.18's HyStart from `cubic.rs`, with its
+//!   default tunables, may end slow start; W(last_max) is then set to that ssthresh, as
+//!   `tcp_cubic_cwnd_init_or_reset` sets it from the initial one.
 //!
 //! How XNU's hooks map onto ours (we keep the Linux 6.18 TCP core; only the window arithmetic is
 //! XNU's):
