@@ -37,7 +37,8 @@ class Variant:
 
     name: str
     #: Which family: "stack" (as shipped), "xnu-" (cubic-xnu minus one difference), "xnu-all",
-    #: "linux+" (cubic plus one XNU difference), "ios9" (XNU as of the paper's iOS 9.3.2).
+    #: "linux+" (cubic plus one XNU difference), "receiver" (a receiver ACK policy, run with
+    #: both stacks: ``pair``), "ios9" (XNU as of the paper's iOS 9.3.2).
     kind: str
     #: The difference it turns, in words.
     difference: str
@@ -45,6 +46,9 @@ class Variant:
     cc_params: dict[str, Any] = field(default_factory=dict)
     #: Flow fields (``flows[0].<field>``); the value "rto_xnu" stands for XNU's RTO floor.
     flow: dict[str, Any] = field(default_factory=dict)
+    #: For a receiver policy, which both stacks meet alike: the cubic-xnu row's Linux twin under
+    #: the same policy, to say whether the order holds under it.
+    pair: str | None = None
 
 
 #: XNU's retransmission timer: max(SRTT + 4 RTTVAR, 100 ms) + 200 ms (``tcp_TCPTV_MIN`` = 100,
@@ -81,13 +85,18 @@ VARIANTS: list[Variant] = [
             flow={"initial_cwnd_pkts": 4}),
     Variant("xnu-rto", "xnu-", "XNU's RTO floor: max(SRTT + 4 RTTVAR, 100 ms) + 200 ms, as Linux's "
             "rto_min = max(200, 300 - RTT) ms", "cubic-xnu", flow={"rto_min_ms": "rto_xnu"}),
-    Variant("xnu-ack-every", "xnu-", "the receiver ACKs every segment (no delayed ACKs)", "cubic-xnu",
-            flow={"delayed_ack": False}),
+    Variant("xnu-ack-every", "receiver", "the receiver ACKs every segment (no delayed ACKs)", "cubic-xnu",
+            flow={"delayed_ack": False}, pair="linux+ack-every"),
+    Variant("xnu-stretch", "receiver", "the receiver sends stretch ACKs, one per 8 segments (an XNU receiver's "
+            "maxseg_unacked, or GRO): at most 1 MSS of growth per ACK bites", "cubic-xnu",
+            flow={"ack_every_pkts": 8}, pair="linux+stretch"),
     Variant("xnu-linux-form", "xnu-all", "all six cc differences above taken away at once (friendly rate, "
             "first-loss FC, deflation, HyStart, rounding, carry)", "cubic-xnu", dict(_LINUX_FORM)),
     Variant("linux+no-hystart", "linux+", "no HyStart, as XNU", "cubic", {"hystart": False}),
     Variant("linux+rto", "linux+", "XNU's RTO floor (as xnu-rto)", "cubic", flow={"rto_min_ms": "rto_xnu"}),
-    Variant("linux+ack-every", "linux+", "the receiver ACKs every segment", "cubic", flow={"delayed_ack": False}),
+    Variant("linux+ack-every", "receiver", "the receiver ACKs every segment", "cubic", flow={"delayed_ack": False}),
+    Variant("linux+stretch", "receiver", "the receiver sends stretch ACKs, one per 8 segments", "cubic",
+            flow={"ack_every_pkts": 8}),
     Variant("linux+beta0.8", "linux+", "beta 0.8 (XNU before cubic_rfc_compliant, iOS 9)", "cubic", {"beta": 0.8}),
     Variant("ios9", "ios9", "XNU as in iOS 9.3.2: cubic_rfc_compliant and cubic_minor_fixes off "
             "(beta 0.8, TCP mode, ABC 2 MSS), initial window 4 segments (4380 B)", "cubic-xnu",
@@ -167,6 +176,9 @@ def _paired(runs: pd.DataFrame, a: str, b: str, rtt: int, loss: float) -> tuple[
     return mean, int(np.sign(mean)) if abs(mean) > half else 0
 
 
+_PAIR = {v.name: v.pair for v in VARIANTS if v.pair}
+
+
 def effects(t: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """Per RTT and variant: its goodput against ``cubic`` (% of cubic, mean over the error
     rates), the share of cubic-xnu's gap to cubic it takes away (``xnu-`` rows) or adds
@@ -197,7 +209,15 @@ def effects(t: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
                            ("share_below_pct", xnu_sign == -1)):
                 ok = m.any() and r["kind"] in ("xnu-", "xnu-all", "linux+")
                 shares[key] = float((moved[m] * xnu_sign[m]).sum() / np.abs(gap[m]).sum() * 100) if ok else np.nan
-            rows.append({"rtt_ms": rtt, "variant": name, "kind": r["kind"],
+            pair = _PAIR.get(name)
+            if pair in idx.index:
+                po = [_paired(runs, name, pair, rtt, x) for x in losses]
+                pv = idx.loc[pair, cells].astype(float).to_numpy()
+                extra = {"vs_pair_pct": float(np.nanmean((v - pv) / pv) * 100),
+                         "pair_order": " ".join({1: "+", -1: "-", 0: "="}[s] for _, s in po)}
+            else:
+                extra = {"vs_pair_pct": np.nan, "pair_order": ""}
+            rows.append({"rtt_ms": rtt, "variant": name, "kind": r["kind"], **extra,
                          "vs_cubic_pct": float(np.nanmean((v - lin) / lin) * 100),
                          **shares, "order_flips": int((sign != xnu_sign).sum()),
                          "significant_cells": int(sig.sum()), "cells": len(cells),
@@ -268,6 +288,11 @@ def conclusion(t: pd.DataFrame, e: pd.DataFrame) -> list[str]:
         if len(plus):
             parts.append("Linux with one XNU difference: " + ", ".join(
                 f"{n} {r['vs_cubic_pct']:+.1f} % ({r['order']})" for n, r in plus.iterrows()) + ".")
+        pairs = [f"{n} against {_PAIR[n]} {g.loc[n, 'vs_pair_pct']:+.1f} % ({g.loc[n, 'pair_order']})"
+                 for n in _PAIR if n in g.index and isinstance(g.loc[n, "pair_order"], str) and g.loc[n, "pair_order"]]
+        if pairs:
+            parts.append("With the same receiver policy for both stacks, cubic-xnu against cubic: " + ", ".join(pairs)
+                         + ".")
         refs = [f"{n} {g.loc[n, 'vs_cubic_pct']:+.1f} % ({g.loc[n, 'order']})" for n in ("xnu-friendly", "xnu-fc")
                 if n in g.index]
         if refs:

@@ -89,7 +89,7 @@ def ablation_bars(effects: pd.DataFrame, stem: Path) -> Path:
     names = list(dict.fromkeys(effects["variant"]))
     fig, axes = plt.subplots(1, len(rtts), figsize=(3.6 * len(rtts), 0.32 * len(names) + 1.4), dpi=110,
                              sharey=True, squeeze=False)
-    kind_color = {"stack": "C2", "xnu-": "C1", "xnu-all": "C4", "linux+": "C0", "ios9": "C3"}
+    kind_color = {"stack": "C2", "xnu-": "C1", "xnu-all": "C4", "linux+": "C0", "receiver": "C7", "ios9": "C3"}
     for ax, rtt in zip(axes[0], rtts):
         g = effects[effects["rtt_ms"] == rtt].set_index("variant").reindex(names)
         y = range(len(names))
