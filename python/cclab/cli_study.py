@@ -70,7 +70,7 @@ def _run_with_progress(name: str, run: Any, out_dir: str, cfg: Any) -> Any:
 @click.group(
     epilog="""\b
 Examples:
-  cclab study s0 -o out/s0                 # the full S0 study (about three minutes on 2 cores)
+  cclab study s0 -o out/s0                 # the full S0 study (about two minutes on 2 cores)
   cclab study s0 --quick -o out/s0-quick   # a reduced grid in seconds
   cclab study s0 --reps 3 --jobs 8 --executor ray
   cclab study s1 --quick -o out/s1-quick   # S1: terminals on one WLAN AP
