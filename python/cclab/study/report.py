@@ -73,7 +73,9 @@ def _ablation_section(res: Any) -> list[str]:
             parts.append(_figure(path, (
                 "Each variant's goodput against Linux cubic, % averaged over the error rates, per RTT. The dashed "
                 "line is cubic-xnu: an xnu- bar that moves from it to 0 is a difference that makes the order; a "
-                "linux+ bar that moves from 0 towards it is the same difference seen from Linux.")))
+                "linux+ bar that moves from 0 towards it is the same difference seen from Linux. Grey bars are a "
+                "receiver ACK policy met by both stacks, also against cubic with the usual receiver; cubic-xnu "
+                "against cubic under the same policy is in the conclusion and in vs_pair_pct below.")))
     parts += ["<p>Mean goodput (Mbit/s) per variant, RTT and error rate:</p>", _table(ab, 4),
               "<p>What the conclusion reads: per RTT, the variant's goodput against cubic (% of cubic, mean over "
               "the error rates); the share of cubic-xnu's gap to cubic that an xnu- row takes away or a linux+ row "

@@ -25,9 +25,9 @@ _PAPER = {25: "paper: iOS above Linux", 100: "paper: iOS above below 1e-4, Linux
           550: "paper: Linux above iOS"}
 
 
-def _save(fig: Any, stem: Path) -> Path:
+def _save(fig: Any, stem: Path, rect: tuple[float, float, float, float] | None = None) -> Path:
     stem.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    fig.tight_layout(rect=rect)
     fig.savefig(stem.with_suffix(".png"))
     fig.savefig(stem.with_suffix(".svg"))
     plt.close(fig)
@@ -102,8 +102,15 @@ def ablation_bars(effects: pd.DataFrame, stem: Path) -> Path:
         ax.grid(alpha=0.3, axis="x")
     axes[0][0].set_yticks(list(range(len(names))), names, fontsize=8)
     axes[0][0].invert_yaxis()
+    from matplotlib.patches import Patch
+
+    what = {"stack": "as shipped", "xnu-": "cubic-xnu minus one difference", "xnu-all": "cubic-xnu minus all",
+            "linux+": "cubic plus one XNU difference", "receiver": "receiver ACK policy", "ios9": "XNU of iOS 9"}
+    kinds = list(dict.fromkeys(effects["kind"]))
+    fig.legend([Patch(color=kind_color.get(k, "C7")) for k in kinds], [what.get(k, k) for k in kinds],
+               loc="lower center", ncol=min(len(kinds), 3), fontsize=8, frameon=False)
     fig.suptitle("Why the order: cubic-xnu's differences, one at a time (mean over error rates)", fontsize=10)
-    return _save(fig, stem)
+    return _save(fig, stem, rect=(0, 0.07, 1, 1))
 
 
 def _draw(task: tuple[Any, ...]) -> Path:
