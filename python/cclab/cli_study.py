@@ -70,7 +70,7 @@ def _run_with_progress(name: str, run: Any, out_dir: str, cfg: Any) -> Any:
 @click.group(
     epilog="""\b
 Examples:
-  cclab study s0 -o out/s0                 # the full S0 study (about a minute on 2 cores)
+  cclab study s0 -o out/s0                 # the full S0 study (about two minutes on 2 cores)
   cclab study s0 --quick -o out/s0-quick   # a reduced grid in seconds
   cclab study s0 --reps 3 --jobs 8 --executor ray
   cclab study s1 --quick -o out/s1-quick   # S1: terminals on one WLAN AP
@@ -95,14 +95,15 @@ Examples:
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), default="out/s0", show_default=True,
               help="Output directory (tables/, figures/, report.html, cache/).")
 @click.option("--reps", type=click.IntRange(min=1), default=None, help="Runs per grid point (default 10; 2 with --quick).")
-@click.option("--quick", is_flag=True, help="Reduced grid: 3 error rates, 20 s runs, 3 RTTs for B and C.")
+@click.option("--quick", is_flag=True, help="Reduced grid: 3 error rates, 20 s runs, 3 RTTs for B and C, 10 ablation variants at 2 error rates.")
 @_parallel_options
 @click.option("--backend", type=click.Choice(["sim", "kernel"]), default="sim", show_default=True,
               help="The simulator, or this machine's Linux kernel (root; real time, one run at a time: "
                    "the full grid takes hours, --quick --reps 1 about 15 minutes).")
 def s0(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: str, backend: str) -> None:
-    """S0: Linux CUBIC vs iOS-like CUBIC. Experiment A (throughput vs error rate, Figs. 4-6),
-    B (cwnd over time, Fig. 8), method C (c, b per cycle, Tables 3-6, Fig. 10)."""
+    """S0: Linux CUBIC vs iOS-like CUBIC and Apple's CUBIC. Experiment A (throughput vs error rate, Figs. 4-6),
+    B (cwnd over time, Fig. 8), method C (c, b per cycle, Tables 3-6, Fig. 10), and "why the
+    order", an ablation of Apple's CUBIC (cubic-xnu) against Linux's (simulator)."""
     from .study import S0Config, run_s0
 
     if backend == "kernel":
@@ -115,7 +116,9 @@ def s0(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: 
     for _, r in res.compare.iterrows():
         t.add_row(str(r["result"]), str(r["paper"]), str(r["cclab"]))
     out.print(t)
-    n = len(res.a_runs) + len(res.b_runs)
+    n = res.n_runs
+    for line in res.ablation_conclusion:
+        out.print(f"why the order: {line}", highlight=False)
     out.print(f"{n} runs in {res.wall_s:.1f} s ({len(res.failures)} failed); report: {res.out_dir / 'report.html'}")
     if len(res.failures):
         for _, f in res.failures.iterrows():

@@ -616,9 +616,9 @@ class NetLink(Duplex):
 
 #: The fields of a TCP flow that a UDP flow does not take.
 _TCP_ONLY = ("cc", "cc_params", "mss_bytes", "initial_cwnd_pkts", "max_cwnd_pkts", "rwnd_bytes", "sack",
-             "timestamps", "delayed_ack", "frto", "tlp", "ack_counting", "rto_min_ms", "rto_initial_ms",
-             "rto_max_ms", "rto_min_mode", "rtt_gains", "rto_profile", "eifel_detection", "dsack_undo", "sto_response",
-             "profile", "ecn", "reverse_path", "handshake")
+             "timestamps", "delayed_ack", "ack_every_pkts", "frto", "tlp", "ack_counting", "rto_min_ms",
+             "rto_initial_ms", "rto_max_ms", "rto_min_mode", "rtt_gains", "rto_profile", "eifel_detection", "dsack_undo",
+             "sto_response", "profile", "ecn", "reverse_path", "handshake")
 
 
 class SizeBin(_Model):
@@ -692,6 +692,10 @@ class Flow(_Model):
     sack: bool = True
     timestamps: bool = True
     delayed_ack: bool = True
+    #: With delayed ACKs, ACK at once once more than ``ack_every_pkts - 1`` full segments are
+    #: unacknowledged: 2 is Linux's rule; more gives stretch ACKs (an XNU receiver's
+    #: ``maxseg_unacked`` = 8, or a receiver aggregating with GRO); simulator only.
+    ack_every_pkts: int = Field(default=2, ge=2, le=64)
     frto: bool = True
     tlp: bool = True
     #: The three-way handshake as packets (SYN, SYN-ACK, ACK; the data follows the ACK), as the

@@ -227,3 +227,9 @@ def test_ios_like_cubic_runs_on_the_kernel_as_cclab_cubic():
     e = estimate_cubic(r)
     assert e.c.value == pytest.approx(26 * 10 / 1024, rel=0.10)
     assert e.beta.value == pytest.approx(819 / 1024, abs=0.02)
+
+
+def test_parity_refuses_stretch_acks():
+    problems = parity(load_scenario({**_path(0.0, 5), "flows": [{"cc": "cubic", "ack_every_pkts": 8}]}))
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("flows[0].ack_every_pkts = 8: the receiver ACKs as Linux"), problems

@@ -238,6 +238,11 @@ pub struct FlowSpec {
     pub timestamps: bool,
     #[serde(default = "yes")]
     pub delayed_ack: bool,
+    /// With delayed ACKs, the receiver ACKs at once when more than `ack_every_pkts - 1` full
+    /// segments are unacknowledged: 2 is Linux's "more than one full frame"; more gives stretch
+    /// ACKs (an XNU receiver's `maxseg_unacked` = 8, or GRO aggregation); 2..=64.
+    #[serde(default = "d_ack_every")]
+    pub ack_every_pkts: u32,
     #[serde(default = "yes")]
     pub frto: bool,
     /// Tail loss probes (Linux `tcp_early_retrans` = 3); need SACK.
@@ -308,6 +313,9 @@ fn d_payload() -> u32 {
 }
 fn d_iw() -> u32 {
     10
+}
+fn d_ack_every() -> u32 {
+    2
 }
 fn yes() -> bool {
     true
@@ -567,6 +575,12 @@ impl Scenario {
             return Err(err(
                 format!("{p}.initial_cwnd_pkts"),
                 "0 is not accepted: at least 1",
+            ));
+        }
+        if !(2..=64).contains(&f.ack_every_pkts) {
+            return Err(err(
+                format!("{p}.ack_every_pkts"),
+                format!("{} is not accepted: 2..64", f.ack_every_pkts),
             ));
         }
         check_nonneg(&format!("{p}.start_s"), f.start_s)?;

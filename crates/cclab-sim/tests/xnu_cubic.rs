@@ -140,3 +140,46 @@ fn xnu_cubic_on_a_lossy_dumbbell() {
         "median fitted C {median:.4} vs 0.4"
     );
 }
+
+/// The `hystart` ablation switch: XNU has no HyStart, so on a lossless path with a deep buffer
+/// its slow start ends only at the first loss (the buffer overflowing); with Linux's HyStart
+/// switched in, ssthresh is set before any retransmission, below the window that overflows, and
+/// W(last_max) starts there (the next epoch is convex from it, no jump to XNU's 1 GiB).
+#[test]
+fn xnu_hystart_switch_ends_slow_start_before_the_first_loss() {
+    // 20 Mbps, RTT 200 ms: BDP 333 packets; a 500-packet buffer.
+    let path = || {
+        Dumbbell::new(20_000_000, 200.0)
+            .queue_pkts(500)
+            .duration_s(8.0)
+            .trace(TraceMode::Ack)
+    };
+    let first_ssthresh = |out: &cclab_sim::RunOutput| {
+        let f = &out.flows;
+        let i = (0..f.len())
+            .find(|&i| f.ssthresh_pkts[i] < 1_000_000)
+            .expect("slow start ended");
+        (f.t_s[i], f.ssthresh_pkts[i], f.retrans_pkts[i])
+    };
+    let xnu = path().flow(Flow::new("cubic-xnu")).run();
+    let hs = path()
+        .flow(Flow::new("cubic-xnu").param("hystart", true))
+        .run();
+    let (t0, s0, r0) = first_ssthresh(&xnu);
+    let (t1, s1, r1) = first_ssthresh(&hs);
+    eprintln!(
+        "no HyStart: ssthresh {s0} at {t0:.2} s ({r0} retrans); HyStart: {s1} at {t1:.2} s ({r1})"
+    );
+    assert!(
+        r1 == 0 && s1 < 833,
+        "HyStart exit {s1} with {r1} retransmissions"
+    );
+    assert!(
+        t1 < t0 && s1 < s0,
+        "HyStart ends slow start earlier and lower"
+    );
+    assert!(
+        r0 > 0 || s0 >= 560,
+        "without HyStart slow start ends at a loss"
+    );
+}

@@ -100,6 +100,7 @@ def parity(sc: Scenario) -> list[str]:
                             "use the simulator backend")
         for key, ok, msg in (
             ("delayed_ack", True, "the receiver's delayed ACKs cannot be turned off"),
+            ("ack_every_pkts", 2, "the receiver ACKs as Linux does (no stretch ACKs)"),
             ("tlp", True, "tail loss probes cannot be turned off per flow"),
             ("rwnd_bytes", 0, "a fixed receive window is simulator-only"),
             ("handshake", True, "the kernel always opens a connection with its handshake"),

@@ -1,5 +1,7 @@
 """The paper's published qualitative S0 results beside ours: who is faster at 25/100/550 ms (and
-the crossover near 1e-4 at 100 ms), and the ranges of c and b that method C found."""
+the crossover near 1e-4 at 100 ms), and the ranges of c and b that method C found. "iOS" is
+either of our two models of it: ``cubic-ios`` (the paper's measured constants on Linux's code)
+and ``cubic-xnu`` (Apple's own CUBIC, XNU's ``tcp_cubic.c``)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,10 @@ import pandas as pd
 
 __all__ = ["PAPER", "compare_with_paper", "winners"]
 
-STACKS = {"cubic": "Linux CUBIC", "cubic-ios": "iOS-like CUBIC (beta 0.8, C 0.25)"}
+STACKS = {"cubic": "Linux CUBIC", "cubic-ios": "iOS-like CUBIC (beta 0.8, C 0.25)",
+          "cubic-xnu": "Apple's CUBIC (XNU tcp_cubic.c)"}
+#: The stacks that stand for iOS against Linux's ``cubic``.
+IOS_STACKS = ("cubic-ios", "cubic-xnu")
 RTTS_MS = (25, 100, 550)
 
 #: The paper's published results (qualitative), for the comparison table.
@@ -27,14 +32,15 @@ PAPER = {
 }
 
 
-def winners(a: pd.DataFrame, rtt: int) -> tuple[str, list[str]]:
-    """Who is faster at each error rate: "iOS", "Linux", or "tie" when the 95 % intervals overlap
-    (or the means are within 0.5 %, as on a lossless path where both fill the link)."""
+def winners(a: pd.DataFrame, rtt: int, ios: str = "cubic-ios") -> tuple[str, list[str]]:
+    """Who is faster at each error rate, Linux ``cubic`` or the iOS model ``ios``: "iOS",
+    "Linux", or "tie" when the 95 % intervals overlap (or the means are within 0.5 %, as on a
+    lossless path where both fill the link)."""
     sub = a[a["rtt_ms"] == rtt].set_index(["loss", "cc"])
     verdict, marks = [], []
     for loss in sorted({i[0] for i in sub.index}):
         try:
-            li, io = sub.loc[(loss, "cubic")], sub.loc[(loss, "cubic-ios")]
+            li, io = sub.loc[(loss, "cubic")], sub.loc[(loss, ios)]
         except KeyError:
             continue
         lm, im = li["goodput_mbps_mean"], io["goodput_mbps_mean"]
@@ -74,14 +80,18 @@ def crossover(verdict: list[str]) -> str:
 def compare_with_paper(a: pd.DataFrame, c: pd.DataFrame) -> pd.DataFrame:
     """The paper's published qualitative results beside ours."""
     rows = []
-    for rtt in RTTS_MS:
-        ours, detail = winners(a, rtt) if len(a) else ("(no data)", [])
-        rows.append({"result": f"throughput order at {rtt} ms", "paper": PAPER[f"{rtt}ms"], "cclab": ours,
-                     "detail": "; ".join(detail)})
-        if rtt == 100:
-            rows.append({"result": "crossover at 100 ms", "paper": PAPER["crossover_100ms"],
-                         "cclab": crossover(detail) if detail else "(no data)", "detail": ""})
-    for stack, key in (("cubic", "linux"), ("cubic-ios", "ios")):
+    present = set(a["cc"]) if len(a) else set()
+    for ios in IOS_STACKS:
+        if ios not in present and len(a):
+            continue
+        for rtt in RTTS_MS:
+            ours, detail = winners(a, rtt, ios) if len(a) else ("(no data)", [])
+            rows.append({"result": f"throughput order at {rtt} ms, cubic vs {ios}", "paper": PAPER[f"{rtt}ms"],
+                         "cclab": ours, "detail": "; ".join(detail)})
+            if rtt == 100:
+                rows.append({"result": f"crossover at 100 ms, cubic vs {ios}", "paper": PAPER["crossover_100ms"],
+                             "cclab": crossover(detail) if detail else "(no data)", "detail": ""})
+    for stack, key in (("cubic", "linux"), ("cubic-ios", "ios"), ("cubic-xnu", "ios")):
         sub = c[c["stack"] == stack] if len(c) else c
         for p in ("c", "b"):
             lo, hi = PAPER[f"{p}_{key}"]

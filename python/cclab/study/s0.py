@@ -1,8 +1,11 @@
 """The S0 study (Hozumi, Utsumi, Zabir): CUBIC on iOS vs Linux.
 
 - Experiment A: throughput vs link error rate on the three Table 1 paths (``s0-25ms``,
-  ``s0-100ms``, ``s0-550ms``), Linux ``cubic`` vs ``cubic-ios``, N runs each (paper: 10) with
-  distinct seeds: the paper's Figures 4-6 with 95 % error bars.
+  ``s0-100ms``, ``s0-550ms``), Linux ``cubic`` vs the two models of iOS, ``cubic-ios`` (the
+  paper's measured constants) and ``cubic-xnu`` (Apple's own CUBIC), N runs each (paper: 10)
+  with distinct seeds: the paper's Figures 4-6 with 95 % error bars.
+- "Why the order": an ablation of ``cubic-xnu``'s differences from ``cubic`` on the same paths
+  (``s0_ablation``), simulator only.
 - Experiment B: cwnd over time with no random loss (Table 2, Figure 8) at RTT 25..550 ms. The
   paper gives no capacity and a 1000-packet buffer, with which a lossless path never drops below
   the 1000-packet window cap; as in the shipped ``s0-cwnd-550ms`` we keep the cap and use
@@ -22,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .aggregate import aggregate, write_table
+from . import s0_ablation
 from .compare import STACKS, compare_with_paper
 from .grid import RunSpec, grid
 from .sweep import SweepResult, run_sweep
@@ -35,6 +39,9 @@ B_BDP_PKTS = 275
 B_BUFFER_PKTS = 325
 #: Bytes on the wire per packet in S0 (948 B payload + 52 B headers).
 S0_PACKET_BYTES = 1000
+#: Stacks only the simulator has (the kernel backend runs the others; these and the ablation
+#: then stay with the simulator).
+SIM_ONLY_STACKS = ("cubic-xnu",)
 
 @dataclass
 class S0Config:
@@ -48,6 +55,10 @@ class S0Config:
     b_rtts: list[int] = field(default_factory=lambda: list(B_RTTS))
     a_duration_s: float = 100.0
     b_duration_s: float = 100.0
+    #: Error rates of the ablation ("why the order").
+    ablation_losses: list[float] = field(default_factory=lambda: list(s0_ablation.LOSSES))
+    #: Seeds per ablation cell (None: ``reps``; fewer halves its cost, the first seeds of A's).
+    ablation_reps: int | None = None
     #: "sim", or "kernel": the same grid on this machine's Linux (root; real time, one run at a
     #: time, so the full grid takes hours: see docs/studies.md).
     backend: str = "sim"
@@ -56,17 +67,23 @@ class S0Config:
     def make(cls, quick: bool = False, reps: int | None = None, **kw: Any) -> "S0Config":
         if quick:
             return cls(reps=reps or 2, quick=True, losses=[0.0, 1e-4, 1e-2], b_rtts=[25, 100, 550],
-                       a_duration_s=20.0, b_duration_s=60.0, **kw)
+                       a_duration_s=20.0, b_duration_s=60.0, ablation_losses=list(s0_ablation.QUICK_LOSSES),
+                       **kw)
         return cls(reps=reps or 10, **kw)
 
 
-def plan(cfg: S0Config) -> tuple[list[RunSpec], list[RunSpec]]:
-    """The runs of experiments A and B."""
+def stacks(cfg: S0Config) -> list[str]:
+    """The stacks of experiments A and B on ``cfg.backend``."""
+    return [s for s in STACKS if cfg.backend == "sim" or s not in SIM_ONLY_STACKS]
+
+
+def plan(cfg: S0Config) -> tuple[list[RunSpec], list[RunSpec], list[RunSpec]]:
+    """The runs of experiments A and B and of the ablation (always the simulator)."""
     a: list[RunSpec] = []
     for rtt, name in PATHS.items():
         a += grid(
             name,
-            {"bottleneck.loss": cfg.losses, "flows[0].cc": list(STACKS)},
+            {"bottleneck.loss": cfg.losses, "flows[0].cc": stacks(cfg)},
             reps=cfg.reps,
             fixed={"duration_s": cfg.a_duration_s},
             labels={"experiment": "A", "rtt_ms": rtt},
@@ -77,7 +94,7 @@ def plan(cfg: S0Config) -> tuple[list[RunSpec], list[RunSpec]]:
         rate = B_BDP_PKTS * S0_PACKET_BYTES * 8 / (rtt / 1000)
         b += grid(
             "s0-cwnd-550ms",
-            {"flows[0].cc": list(STACKS)},
+            {"flows[0].cc": stacks(cfg)},
             reps=1,
             fixed={
                 "duration_s": cfg.b_duration_s,
@@ -92,7 +109,9 @@ def plan(cfg: S0Config) -> tuple[list[RunSpec], list[RunSpec]]:
             post="cclab.study.s0:cycles_of_trace",
             backend=cfg.backend,
         )
-    return a, b
+    ablation = s0_ablation.plan(PATHS, cfg.ablation_losses, cfg.ablation_reps or cfg.reps, cfg.a_duration_s,
+                                cfg.quick)
+    return a, b, ablation
 
 
 @dataclass
@@ -110,6 +129,14 @@ class S0Result:
     tables: dict[str, list[Path]]
     failures: pd.DataFrame
     wall_s: float
+    #: The ablation: rows = variants, columns = RTT x error rate (``s0_ablation.table``), the
+    #: effects it reads (``s0_ablation.effects``) and the conclusion per RTT.
+    ablation: pd.DataFrame = field(default_factory=pd.DataFrame)
+    ablation_effects: pd.DataFrame = field(default_factory=pd.DataFrame)
+    ablation_conclusion: list[str] = field(default_factory=list)
+    ablation_runs: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: Distinct runs of the study (the ablation's two stacks are A's runs).
+    n_runs: int = 0
 
 
 def run_s0(out_dir: str | Path, cfg: S0Config, progress: Callable[[int, int], None] | None = None) -> S0Result:
@@ -121,9 +148,15 @@ def run_s0(out_dir: str | Path, cfg: S0Config, progress: Callable[[int, int], No
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    a_specs, b_specs = plan(cfg)
-    sweep = run_sweep(a_specs + b_specs, out / "cache", cfg.jobs, cfg.executor, progress)
+    a_specs, b_specs, ab_specs = plan(cfg)
+    # The ablation's two stacks are experiment A's runs (same scenario, seed and backend): run once.
+    in_a = {_ident(s): i for i, s in enumerate(a_specs)}
+    extra = [s for s in ab_specs if _ident(s) not in in_a]
+    sweep = run_sweep(a_specs + b_specs + extra, out / "cache", cfg.jobs, cfg.executor, progress)
     runs = sweep.runs
+    ab_runs = _ablation_runs(runs, ab_specs, in_a, len(a_specs) + len(b_specs))
+    ablation = s0_ablation.table(ab_runs) if len(ab_runs) else pd.DataFrame()
+    ab_effects = s0_ablation.effects(ablation, ab_runs) if len(ablation) else pd.DataFrame()
     a_runs = runs[runs["experiment"] == "A"].dropna(axis=1, how="all")
     b_runs = runs[runs["experiment"] == "B"].dropna(axis=1, how="all")
     a_runs = a_runs.rename(columns={"flows[0].cc": "cc", "bottleneck.loss": "loss"})
@@ -138,14 +171,40 @@ def run_s0(out_dir: str | Path, cfg: S0Config, progress: Callable[[int, int], No
         "experiment_b": write_table(b_summary(sweep, b_runs), out / "tables" / "experiment_b"),
         "method_c": write_table(c_table, out / "tables" / "method_c"),
         "compare": write_table(compare, out / "tables" / "compare_with_paper"),
+        "ablation": write_table(ablation, out / "tables" / "ablation"),
+        "ablation_effects": write_table(ab_effects, out / "tables" / "ablation_effects"),
+        "ablation_runs": write_table(ab_runs.drop(columns=["key"], errors="ignore"), out / "tables" / "ablation_runs"),
     }
-    figures = s0_figures.draw_all(out / "figures", a_table, sweep, b_runs, cfg.jobs)
+    figures = s0_figures.draw_all(out / "figures", a_table, sweep, b_runs, cfg.jobs, ab_effects)
     res = S0Result(cfg, out, a_runs, a_table, b_runs, c_table, compare, figures, tables, sweep.failures,
-                   time.perf_counter() - t0)
+                   time.perf_counter() - t0, ablation, ab_effects,
+                   s0_ablation.conclusion(ablation, ab_effects) if len(ablation) else [], ab_runs, len(runs))
     from .report import write_s0_report
 
     write_s0_report(res)
     return res
+
+
+def _ident(spec: RunSpec) -> tuple:
+    """What makes two specs the same run (the cache key without normalising the scenario)."""
+    import json
+
+    return (str(spec.source), json.dumps(dict(spec.overrides), sort_keys=True, default=str), spec.seed, spec.backend)
+
+
+def _ablation_runs(runs: pd.DataFrame, specs: list[RunSpec], in_a: dict[tuple, int], first_extra: int) -> pd.DataFrame:
+    """One row per ablation spec, in order: experiment A's row for the runs it shares (relabelled),
+    else the ablation's own (from ``first_extra`` on in ``runs``)."""
+    rows, k = [], first_extra
+    for spec in specs:
+        i = in_a.get(_ident(spec))
+        if i is None:
+            i, k = k, k + 1
+        ov = dict(spec.overrides)
+        rows.append(runs.iloc[i].drop(labels=["flows[0].cc"], errors="ignore").to_dict() | dict(spec.labels)
+                    | {"cc": ov.get("flows[0].cc"), "cc_params": str(ov.get("flows[0].cc_params", {}))})
+    out = pd.DataFrame(rows).dropna(axis=1, how="all")
+    return out.rename(columns={"bottleneck.loss": "loss"})
 
 
 def b_summary(sweep: SweepResult, b_runs: pd.DataFrame) -> pd.DataFrame:

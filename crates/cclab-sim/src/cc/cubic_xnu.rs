@@ -16,6 +16,25 @@
 //! `tcp_cubic.c` never reads them (friendliness and fast convergence follow `cubic_minor_fixes`),
 //! so they are not exposed here.
 //!
+//! Seven more switches are not XNU sysctls but ablation switches (issue 13 part 5, the S0
+//! study's "why the order"): each turns one of XNU's differences from Linux CUBIC off; their
+//! defaults are XNU's behaviour, so a scenario without them runs as before.
+//! - `tcp_friendliness`: the Reno-friendly window of `tcp_cubic_tcpwin` (or the "TCP mode"
+//!   without minor fixes); off: the cubic target only.
+//! - `friendly_ai_above_wmax`: XNU's Reno window grows 1 MSS per window at or above
+//!   W(last_max); off: 3 (1 - beta) / (1 + beta) everywhere, as Linux's `tcp_friendliness`.
+//! - `fast_convergence`: W(last_max) lowered to 0.85 W at a loss below the previous one.
+//! - `last_max_from_ssthresh`: W(last_max) starts at the initial ssthresh (1 GiB), so the first
+//!   loss out of slow start already applies fast convergence; off: at 0, as Linux's
+//!   `last_max_cwnd`.
+//! - `bytes_acked_carry`: `t_bytes_acked` is not reset at a loss; off: reset, as Linux's
+//!   `ack_cnt` restarts with each epoch.
+//! - `ssthresh_round_to_mss`: the reduced window is rounded to the nearest MSS (`tcp_round_to`);
+//!   off: down to a whole MSS, as Linux's `cwnd * beta / 1024` truncates.
+//! - `hystart` (off, as XNU, which has none): Linux 6.18's HyStart from `cubic.rs`, with its
+//!   default tunables, may end slow start; W(last_max) is then set to that ssthresh, as
+//!   `tcp_cubic_cwnd_init_or_reset` sets it from the initial one.
+//!
 //! How XNU's hooks map onto ours (we keep the Linux 6.18 TCP core; only the window arithmetic is
 //! XNU's):
 //! - `tcp_cubic_init` + `tcp_cubic_cwnd_init_or_reset` -> `init` (the initial cwnd is the core's;
@@ -43,10 +62,13 @@
 //!   `tcp_bad_rexmt_restore_state`. ABC in slow start is XNU's (`min(acked, initial cwnd)` with
 //!   minor fixes, else 2 or 1 MSS) and, as in XNU, slow start may overshoot ssthresh by that much.
 
+use super::cubic::Cubic;
 use super::params::ParamReader;
 use super::reno::tcp_reno_undo_cwnd;
 use super::Params;
-use super::{AlgorithmInfo, CaEvent, CaState, CcError, CongestionControl, ParamInfo, ParamValue};
+use super::{
+    AckSample, AlgorithmInfo, CaEvent, CaState, CcError, CongestionControl, ParamInfo, ParamValue,
+};
 use crate::tcp::sock::TcpSock;
 
 /// The algorithm's name in scenarios.
@@ -77,6 +99,29 @@ pub struct XnuCubicParams {
     /// `net.inet.tcp.flow_control_response` (1): `tcp_cubic_post_fr` deflates cwnd to the
     /// flight size when it is below ssthresh.
     pub flow_control_response: bool,
+    /// Ablation switch (true = XNU): the Reno-friendly window (`tcp_cubic_tcpwin`) may drive
+    /// growth; false: cwnd follows the cubic target only (and no "TCP mode" without minor fixes).
+    pub tcp_friendliness: bool,
+    /// Ablation switch (true = XNU): the Reno-friendly window grows 1 MSS per window once cwnd
+    /// is at or above W(last_max) (minor fixes, RFC mode); false: 3 (1 - beta) / (1 + beta) MSS
+    /// per window everywhere, as Linux's estimate.
+    pub friendly_ai_above_wmax: bool,
+    /// Ablation switch (true = XNU with minor fixes): at a loss below the previous W(last_max),
+    /// remember `fast_convergence_factor` W; false: W.
+    pub fast_convergence: bool,
+    /// Ablation switch (true = XNU): `tcp_cubic_cwnd_init_or_reset` starts W(last_max) at
+    /// ssthresh (1 GiB at first), so the first loss counts as "below the previous maximum";
+    /// false: it starts at 0, as Linux's `last_max_cwnd`.
+    pub last_max_from_ssthresh: bool,
+    /// Ablation switch (true = XNU): `t_bytes_acked` (bytes towards the next 1-MSS increase) is
+    /// kept across a loss; false: `tcp_cubic_pre_fr` resets it, as Linux restarts `ack_cnt`.
+    pub bytes_acked_carry: bool,
+    /// Ablation switch (true = XNU): ssthresh = `tcp_round_to(0.7 W, MSS)`, the nearest MSS;
+    /// false: rounded down to a whole MSS, as Linux's truncating `cwnd * beta / 1024`.
+    pub ssthresh_round_to_mss: bool,
+    /// Ablation switch (false = XNU, which has no HyStart): Linux 6.18's HyStart (`cubic.rs`,
+    /// default tunables) may end slow start.
+    pub hystart: bool,
 }
 
 impl Default for XnuCubicParams {
@@ -86,6 +131,13 @@ impl Default for XnuCubicParams {
             cubic_rfc_compliant: true,
             cubic_use_minrtt_ms: 0,
             flow_control_response: true,
+            tcp_friendliness: true,
+            friendly_ai_above_wmax: true,
+            fast_convergence: true,
+            last_max_from_ssthresh: true,
+            bytes_acked_carry: true,
+            ssthresh_round_to_mss: true,
+            hystart: false,
         }
     }
 }
@@ -125,6 +177,50 @@ pub fn info() -> AlgorithmInfo {
                 doc: "net.inet.tcp.flow_control_response: after recovery set cwnd from the \
                       flight size when it is below ssthresh; true/false or 0/1",
             },
+            ParamInfo {
+                name: "tcp_friendliness",
+                default: ParamValue::Bool(d.tcp_friendliness),
+                doc: "ablation switch, not a sysctl: the Reno-friendly window may drive \
+                      growth; off: the cubic target only; true/false or 0/1",
+            },
+            ParamInfo {
+                name: "friendly_ai_above_wmax",
+                default: ParamValue::Bool(d.friendly_ai_above_wmax),
+                doc: "ablation switch, not a sysctl: the Reno-friendly window grows 1 MSS per \
+                      window at or above W(last_max); off: 3(1-beta)/(1+beta) everywhere, as \
+                      Linux; true/false or 0/1",
+            },
+            ParamInfo {
+                name: "fast_convergence",
+                default: ParamValue::Bool(d.fast_convergence),
+                doc: "ablation switch, not a sysctl: lower W(last_max) to 0.85 W at a loss below \
+                      the previous one (with minor fixes); true/false or 0/1",
+            },
+            ParamInfo {
+                name: "last_max_from_ssthresh",
+                default: ParamValue::Bool(d.last_max_from_ssthresh),
+                doc: "ablation switch, not a sysctl: W(last_max) starts at ssthresh (1 GiB), so \
+                      the first loss applies fast convergence; off: at 0, as Linux; true/false \
+                      or 0/1",
+            },
+            ParamInfo {
+                name: "bytes_acked_carry",
+                default: ParamValue::Bool(d.bytes_acked_carry),
+                doc: "ablation switch, not a sysctl: bytes acked towards the next 1-MSS increase \
+                      are kept across a loss; off: reset, as Linux; true/false or 0/1",
+            },
+            ParamInfo {
+                name: "ssthresh_round_to_mss",
+                default: ParamValue::Bool(d.ssthresh_round_to_mss),
+                doc: "ablation switch, not a sysctl: the reduced window is rounded to the nearest \
+                      MSS; off: down to a whole MSS, as Linux; true/false or 0/1",
+            },
+            ParamInfo {
+                name: "hystart",
+                default: ParamValue::Bool(d.hystart),
+                doc: "ablation switch, not a sysctl: Linux 6.18's HyStart (default tunables) may \
+                      end slow start; XNU has none; true/false or 0/1",
+            },
         ],
         preset_params: Params::new(),
     }
@@ -140,6 +236,13 @@ pub fn build(algorithm: &str, params: &Params) -> Result<Box<dyn CongestionContr
         cubic_use_minrtt_ms: r.int("cubic_use_minrtt", d.cubic_use_minrtt_ms as i64, 0, 60_000)?
             as u32,
         flow_control_response: r.bool("flow_control_response", d.flow_control_response)?,
+        tcp_friendliness: r.bool("tcp_friendliness", d.tcp_friendliness)?,
+        friendly_ai_above_wmax: r.bool("friendly_ai_above_wmax", d.friendly_ai_above_wmax)?,
+        fast_convergence: r.bool("fast_convergence", d.fast_convergence)?,
+        last_max_from_ssthresh: r.bool("last_max_from_ssthresh", d.last_max_from_ssthresh)?,
+        bytes_acked_carry: r.bool("bytes_acked_carry", d.bytes_acked_carry)?,
+        ssthresh_round_to_mss: r.bool("ssthresh_round_to_mss", d.ssthresh_round_to_mss)?,
+        hystart: r.bool("hystart", d.hystart)?,
     };
     Ok(Box::new(XnuCubic::new(p)))
 }
@@ -182,6 +285,9 @@ pub struct XnuCubic {
     /// `st` and ssthresh before the last `ssthresh` call, so that an RTO can replace it with
     /// `tcp_cubic_after_timeout`'s own computation.
     saved: Option<(CubicState, u32)>,
+    /// With the `hystart` switch: Linux's CUBIC, used only for its HyStart (`pkts_acked`,
+    /// `set_state`); its window arithmetic never runs.
+    hystart: Option<Box<Cubic>>,
 }
 
 /// bsd/netinet/tcp_subr.c: tcp_round_to(): round to the nearest multiple of `round`.
@@ -206,6 +312,7 @@ impl XnuCubic {
             st: CubicState::default(),
             t_bytes_acked: 0,
             saved: None,
+            hystart: params.hystart.then(|| Box::new(Cubic::default())),
         }
     }
 
@@ -250,8 +357,13 @@ impl XnuCubic {
             ssthresh = TCP_MAX_SSTHRESH_BYTES;
             tp.snd_ssthresh = pkts(ssthresh, mss).max(tp.snd_ssthresh);
         }
-        // Initialize cubic last max to be same as ssthresh.
-        self.st.last_max = ssthresh;
+        // Initialize cubic last max to be same as ssthresh (the ablation switch off: 0, as
+        // Linux's bictcp_reset; tcp_cubic_update then takes ssthresh at the first epoch).
+        self.st.last_max = if self.params.last_max_from_ssthresh {
+            ssthresh
+        } else {
+            0
+        };
     }
 
     /// bsd/netinet/tcp_cubic.c: tcp_cubic_update(): the cubic target window for the next RTT,
@@ -318,10 +430,16 @@ impl XnuCubic {
                 // Increase by ai_factor * MSS, once per RTT (cwnd bytes acked).
                 while st.tcp_bytes_acked >= cwnd {
                     st.tcp_bytes_acked -= cwnd;
-                    if cwnd >= st.last_max || !self.params.cubic_rfc_compliant {
+                    let full_ai = if self.params.friendly_ai_above_wmax {
+                        cwnd >= st.last_max || !self.params.cubic_rfc_compliant
+                    } else {
+                        false
+                    };
+                    if full_ai {
                         st.tcp_win = st.tcp_win.wrapping_add(mss);
                     } else {
-                        // Increase-rate from Section 4.2, RFC 8312.
+                        // Increase-rate from Section 4.2, RFC 8312 (everywhere with the
+                        // `friendly_ai_above_wmax` switch off, as Linux).
                         let ai_factor = 3.0f32 * (1.0 - self.beta) / (1.0 + self.beta);
                         st.tcp_win = st.tcp_win.wrapping_add((mss as f32 * ai_factor) as u32);
                     }
@@ -360,7 +478,11 @@ impl XnuCubic {
         // Compute TCP window if a multiplicative decrease of 0.2 is used.
         let mut tcp_win = self.tcp_cubic_tcpwin(cwnd, acked, mss);
 
-        if cwnd < tcp_win && !self.params.cubic_minor_fixes && self.enable_tcpmode(mss) {
+        if cwnd < tcp_win
+            && !self.params.cubic_minor_fixes
+            && self.params.tcp_friendliness
+            && self.enable_tcpmode(mss)
+        {
             // This connection is in TCP-friendly region.
             if self.t_bytes_acked >= cwnd {
                 self.t_bytes_acked -= cwnd;
@@ -380,7 +502,7 @@ impl XnuCubic {
 
         if self.params.cubic_minor_fixes {
             tcp_win = tcp_round_to(tcp_win, mss);
-            if cwnd < tcp_win {
+            if cwnd < tcp_win && self.params.tcp_friendliness {
                 let tcp_incr_win = cwnd as u64 * mss as u64 / (tcp_win - cwnd) as u64;
                 if tcp_incr_win < incr_win {
                     // This connection is in TCP-friendly region.
@@ -402,11 +524,14 @@ impl XnuCubic {
         self.st.epoch_start = 0;
         self.st.tcp_win = 0;
         self.st.tcp_bytes_acked = 0;
+        if !self.params.bytes_acked_carry {
+            self.t_bytes_acked = 0;
+        }
 
         let mut win = cwnd; // min(snd_cwnd, snd_wnd)
                             // The window at which loss occurred, lowered a little more when it did not regain the
                             // previous maximum (a new flow took some of the capacity).
-        if win < self.st.last_max && self.params.cubic_minor_fixes {
+        if win < self.st.last_max && self.params.cubic_minor_fixes && self.params.fast_convergence {
             self.st.last_max = (win as f32 * self.fast_convergence_factor) as u32;
         } else {
             self.st.last_max = win;
@@ -435,7 +560,11 @@ impl XnuCubic {
 
         // Backoff congestion window by tcp_cubic_backoff factor.
         win = (win as f32 - win as f32 * self.backoff) as u32;
-        win = tcp_round_to(win, mss);
+        win = if self.params.ssthresh_round_to_mss {
+            tcp_round_to(win, mss)
+        } else {
+            win / mss * mss
+        };
         win.max(2 * mss)
     }
 
@@ -500,6 +629,30 @@ impl CongestionControl for XnuCubic {
         self.t_bytes_acked = 0;
         self.saved = None;
         self.cwnd_init_or_reset(tp, true);
+        if let Some(linux) = self.hystart.as_mut() {
+            linux.init(tp);
+        }
+    }
+
+    /// With the `hystart` switch only: Linux's `cubictcp_acked` (HyStart). When it ends slow
+    /// start, W(last_max) becomes that ssthresh, as `tcp_cubic_cwnd_init_or_reset` sets it from
+    /// the initial ssthresh (else the first epoch would aim at XNU's 1 GiB initial value).
+    fn pkts_acked(&mut self, tp: &mut TcpSock, sample: &AckSample) {
+        let Some(linux) = self.hystart.as_mut() else {
+            return;
+        };
+        let before = tp.snd_ssthresh;
+        linux.pkts_acked(tp, sample);
+        if tp.snd_ssthresh != before {
+            self.st.last_max = ssthresh_bytes(tp);
+        }
+    }
+
+    /// With the `hystart` switch only: Linux's `cubictcp_state` (an RTO restarts HyStart).
+    fn set_state(&mut self, tp: &mut TcpSock, new_state: CaState) {
+        if let Some(linux) = self.hystart.as_mut() {
+            linux.set_state(tp, new_state);
+        }
     }
 
     /// bsd/netinet/tcp_cubic.c: tcp_cubic_pre_fr(), called where Linux asks for ssthresh.
@@ -594,3 +747,7 @@ impl CongestionControl for XnuCubic {
 #[cfg(test)]
 #[path = "tests_cubic_xnu.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "tests_cubic_xnu_switches.rs"]
+mod tests_switches;

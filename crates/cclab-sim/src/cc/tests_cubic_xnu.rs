@@ -310,7 +310,14 @@ fn info_build_and_errors() {
             "cubic_minor_fixes",
             "cubic_rfc_compliant",
             "cubic_use_minrtt",
-            "flow_control_response"
+            "flow_control_response",
+            "tcp_friendliness",
+            "friendly_ai_above_wmax",
+            "fast_convergence",
+            "last_max_from_ssthresh",
+            "bytes_acked_carry",
+            "ssthresh_round_to_mss",
+            "hystart"
         ]
     );
     assert_eq!(

@@ -260,6 +260,7 @@ mod tests {
             sack: true,
             timestamps: true,
             delayed_ack: true,
+            ack_every_pkts: 2,
             rwnd_bytes: 10 * MSS as u64,
             size_bytes: u64::MAX,
             clock: crate::tcp::clock::KernelClock::exact(1000),

@@ -48,6 +48,9 @@ pub struct ReceiverConfig {
     pub sack: bool,
     pub timestamps: bool,
     pub delayed_ack: bool,
+    /// ACK at once when more than `ack_every_pkts - 1` full segments are unacknowledged (2:
+    /// Linux's "more than one full frame"; more: stretch ACKs, not Linux's policy).
+    pub ack_every_pkts: u32,
     /// Advertised window, bytes.
     pub rwnd_bytes: u64,
     /// Bytes the application expects (u64::MAX for bulk).
@@ -373,7 +376,10 @@ impl Receiver {
         if !self.ack_sched {
             return;
         }
-        let more_than_one_frame = self.rcv_nxt - self.rcv_wup > self.cfg.mss_bytes as u64;
+        // __tcp_ack_snd_check: "more than one full frame received" (ack_every_pkts = 2), or the
+        // stretch-ACK variant's more than ack_every_pkts - 1.
+        let more_than_one_frame = self.rcv_nxt - self.rcv_wup
+            > (self.cfg.ack_every_pkts.max(2) as u64 - 1) * self.cfg.mss_bytes as u64;
         let quickack = self.quick > 0;
         if more_than_one_frame || quickack || self.ack_now || !self.cfg.delayed_ack {
             self.send_ack(out);
@@ -554,6 +560,7 @@ mod tests {
             sack: true,
             timestamps: true,
             delayed_ack: delayed,
+            ack_every_pkts: 2,
             rwnd_bytes: 1 << 30,
             size_bytes: u64::MAX,
             clock: crate::tcp::clock::KernelClock::exact(1000),
@@ -592,6 +599,27 @@ mod tests {
         }
         assert_eq!(out.len(), 5, "then one ACK per two full segments");
         assert_eq!(out.last().unwrap().ack, 26_000);
+    }
+
+    /// Stretch ACKs (`ack_every_pkts` = 8): after the quick ACKs, one ACK per 8 full segments
+    /// (each acking all 8), where Linux's rule gives one per 2.
+    #[test]
+    fn stretch_acks_every_eighth_segment() {
+        let mut r = Receiver::new(ReceiverConfig {
+            ack_every_pkts: 8,
+            ..rcv(true).cfg
+        });
+        let mut out = Vec::new();
+        for i in 0..16 {
+            r.on_data(i * 1000, &seg(i), &mut out);
+        }
+        assert_eq!(out.len(), 16, "the quick ACKs are unchanged");
+        out.clear();
+        for i in 16..40 {
+            r.on_data(i * 1000 + 10_000, &seg(i), &mut out);
+        }
+        let acks: Vec<u64> = out.iter().map(|a| a.ack).collect();
+        assert_eq!(acks, [24_000, 32_000, 40_000], "one ACK per 8 segments");
     }
 
     /// A smaller `rwnd_bytes` is the window `tcp_incr_quickack` divides: 10 MSS give 5.
