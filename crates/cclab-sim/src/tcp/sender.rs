@@ -635,7 +635,9 @@ impl Sender {
             self.rtx.push(Skb {
                 seq,
                 end_seq: seq + len,
-                xmit_us: 0,
+                // As `transmit_seg` stamps it next (so the queue's send-time index places it
+                // once).
+                xmit_us: self.tp.tcp_mstamp_us,
                 tsval: 0,
                 sacked: 0,
                 tx_delivered: 0,
