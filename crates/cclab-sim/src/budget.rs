@@ -99,7 +99,7 @@ impl Budget {
             });
         }
         if let (Some(deadline), Some(max_wall_s)) = (self.deadline, self.max_wall_s) {
-            if events % WALL_CHECK_EVERY == 0 && more && Instant::now() >= deadline {
+            if events.is_multiple_of(WALL_CHECK_EVERY) && more && Instant::now() >= deadline {
                 return Err(BudgetExceeded::WallTime {
                     max_wall_s,
                     events,
