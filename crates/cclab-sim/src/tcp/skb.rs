@@ -2,11 +2,14 @@
 //! MSS each: we do not model TSO/GSO aggregation), with the SACK scoreboard bits of
 //! `TCP_SKB_CB(skb)->sacked`.
 //!
-//! Beside it, the queue keeps RACK's view of it in send-time order (Linux's
-//! `tp->tsorted_sent_queue`, `tcp_rack_detect_loss` in net/ipv4/tcp_recovery.c): every segment
-//! neither SACKed nor marked lost awaiting retransmission, keyed by (send time, end sequence),
-//! so that loss detection visits only the segments sent before RACK's reference, and its cost
-//! does not grow with the window (issue 18).
+//! While it is long, the queue keeps three indices beside it, so that the walks that run per ACK
+//! visit only the segments they act on and their cost does not grow with the window (issue 18):
+//! RACK's view in send-time order (Linux's `tp->tsorted_sent_queue`, `tcp_rack_detect_loss` in
+//! net/ipv4/tcp_recovery.c: every segment neither SACKed nor marked lost awaiting
+//! retransmission, keyed by (send time, end sequence)); the segments waiting for retransmission
+//! (`tcp_xmit_retransmit_queue` in tcp_output.c, which starts from `tp->retransmit_skb_hint`);
+//! and the segments a SACK may still change (the SACK walk of `tcp_sacktag_write_queue`, which
+//! Linux shortens with `recv_sack_cache`).
 
 use std::collections::{BTreeSet, VecDeque};
 
