@@ -1088,6 +1088,9 @@ class Scenario(_Model):
                 raise ScenarioError([(f"{path}.capacity_trace", f"cannot read {str(p)!r}: {e.strerror}")]) from e
             except UnicodeDecodeError as e:
                 raise ScenarioError([(f"{path}.capacity_trace", f"{str(p)!r} is not text: {_not_utf8(e)}")]) from e
+            except ValueError as e:  # a name the file system cannot take: a NUL, a lone surrogate
+                raise ScenarioError([(f"{path}.capacity_trace",
+                                      f"{str(trace)!r} is not a usable file name ({type(e).__name__})")]) from e
         queue_pkts, queue_bytes = link.queue_pkts, link.queue_bytes
         if forward is not None and queue_pkts is None and queue_bytes is None:
             queue_pkts, queue_bytes = forward.queue_pkts, forward.queue_bytes

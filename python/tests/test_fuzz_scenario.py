@@ -256,3 +256,12 @@ def test_a_run_past_its_budget_is_a_named_error_not_a_hang():
     outcome, detail = fz.judge_scenario(own, own)
     assert outcome == "budget" and "sim.max_events: 50 events reached" in detail, detail
     assert "budget" in fz.GOOD
+
+
+@pytest.mark.parametrize("name", ["\ud800", "a\x00b"])
+def test_a_capacity_trace_name_no_file_system_takes_is_named(name):
+    """bench/fuzz.py at 2*10^4 cases: a lone surrogate in the path was a UnicodeEncodeError."""
+    d = base()
+    d["bottleneck"] = {"capacity_trace": name}
+    p = problems(d)
+    assert "is not a usable file name" in p["bottleneck.capacity_trace"]
