@@ -65,6 +65,8 @@ bench:
 	cargo build --release -p cclab-sim --bin cclab-bench
 	./target/release/cclab-bench
 	./target/release/cclab-bench --all-cc
+	@echo "-- cost per packet and per event as the window grows (initial windows of 10^4-10^6; bulk CUBIC at 0.1-4 Gbit/s, 100 ms)"
+	./target/release/cclab-bench --window-scaling
 	@echo "-- parking lot: 3 bottlenecks, 30 CUBIC flows, 100 s (bench/parking-lot-30.json)"
 	./target/release/cclab-bench bench/parking-lot-30.json | grep -v '^flow='
 	@echo "-- S1: 6 smartphones on one 802.11g DCF cell, 512 ms RTT, middleware on, 60 s (bench/s1-phones-6-mw.json)"

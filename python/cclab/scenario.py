@@ -48,6 +48,9 @@ Prob = Annotated[float, Field(ge=0.0, le=1.0)]
 #: The longest run a scenario may ask for, s: 10^6 s (11.6 days) is beyond any study's runs,
 #: and within it every time the core keeps in nanoseconds fits its 64-bit clock.
 MAX_DURATION_S = 1e6
+#: The default ``sim.max_events`` (crates/cclab-sim/src/budget.rs DEFAULT_MAX_EVENTS): 500 times
+#: the events of the largest shipped scenario or study run.
+DEFAULT_MAX_EVENTS = 1_000_000_000
 
 
 #: The fastest rate, bit/s: 1 Tbit/s. Beyond it a packet's serialisation rounds to the core's
@@ -907,6 +910,11 @@ class SimSettings(_Model):
     tick_phase_us: float = Field(default=0.0, ge=0.0)
     trace: Literal["change", "ack", "interval"] = "change"
     trace_interval_ms: float = Field(default=10.0, ge=0.1)
+    #: The run's budget (docs/scenario.md, "Budget"): the most events it may process, and the
+    #: most wall-clock seconds it may take (None: no limit). A run that reaches either stops with
+    #: a ScenarioError naming the field, the budget and the simulated time it reached.
+    max_events: int = Field(default=DEFAULT_MAX_EVENTS, ge=1, le=2**63 - 1)
+    max_wall_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _phase_below_a_tick(self) -> "SimSettings":
@@ -1089,6 +1097,9 @@ class Scenario(_Model):
                 raise ScenarioError([(f"{path}.capacity_trace", f"cannot read {str(p)!r}: {e.strerror}")]) from e
             except UnicodeDecodeError as e:
                 raise ScenarioError([(f"{path}.capacity_trace", f"{str(p)!r} is not text: {_not_utf8(e)}")]) from e
+            except ValueError as e:  # a name the file system cannot take: a NUL, a lone surrogate
+                raise ScenarioError([(f"{path}.capacity_trace",
+                                      f"{str(trace)!r} is not a usable file name ({type(e).__name__})")]) from e
         queue_pkts, queue_bytes = link.queue_pkts, link.queue_bytes
         if forward is not None and queue_pkts is None and queue_bytes is None:
             queue_pkts, queue_bytes = forward.queue_pkts, forward.queue_bytes

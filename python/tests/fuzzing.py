@@ -5,7 +5,8 @@ outcomes ("ok", "error", or a kind of failure).
 The property (issue 18, part 2): a scenario either runs, or raises ScenarioError whose every
 problem names a field of the scenario as the user wrote it (a dotted path that exists in the
 input, or a missing key under a table that exists); never another exception type, a panic or a
-hang; and what ``load_scenario`` accepts, ``simulate`` runs. An inference importer either returns
+hang; and what ``load_scenario`` accepts, ``simulate`` runs, or stops at its budget with an error
+naming ``sim.max_events`` or ``sim.max_wall_s``. An inference importer either returns
 a trace or raises InputError (a ValueError) with a message; never another exception.
 """
 
@@ -21,8 +22,13 @@ from typing import Any, Iterator
 
 from hypothesis import strategies as st
 
-#: Outcomes that satisfy the property; anything else is a finding.
-GOOD = ("ok", "error")
+#: Outcomes that satisfy the property; anything else is a finding. "budget": the run reached its
+#: budget (the judge's wall-time budget, or the case's own) and stopped with a ScenarioError
+#: naming it, as any over-long run should.
+GOOD = ("ok", "error", "budget")
+
+#: The scenario fields of a run's budget.
+BUDGET_FIELDS = ("sim.max_events", "sim.max_wall_s")
 
 # ------------------------------------------------------------------------------------------------
 # Seeds: small valid scenarios covering the forms and models, each short to run.
@@ -274,29 +280,41 @@ def wall_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, old)
 
 
+def with_budget(sc: Any, limit_s: float) -> Any:
+    """``sc`` with ``sim.max_wall_s`` at most ``limit_s`` (a case's own smaller budget kept)."""
+    own = sc.sim.max_wall_s
+    sim = sc.sim.model_copy(update={"max_wall_s": limit_s if own is None else min(own, limit_s)})
+    return sc.model_copy(update={"sim": sim})
+
+
 def judge_scenario(source: Any, data: Any, run: bool = True, limit_s: float = 20.0,
                    **overrides: Any) -> tuple[str, str]:
     """(outcome, detail) of loading ``source`` (a dict or a TOML path) and, if it loads, simulating
     it. ``data`` is what the user wrote (for naming checks). Outcomes: ok, error (ScenarioError
-    naming fields), no-field (ScenarioError naming none), traceback (any other exception), panic
-    (the core's internal error), hang, accepted-not-run (load passed, simulate raised)."""
+    naming fields), budget (the run stopped at its budget, naming it: the core's wall-time
+    budget is set to ``limit_s``), no-field (ScenarioError naming none), traceback (any other
+    exception), panic (the core's internal error), hang (still busy at twice ``limit_s`` plus
+    5 s: a case that ignores the budget, in the core or around it), accepted-not-run (load
+    passed, simulate raised)."""
     from cclab import simulate
     from cclab.scenario import ScenarioError, load_scenario
     from cclab.sim import SimulationError
 
     stage = "load"
     try:
-        with wall_limit(limit_s):
+        with wall_limit(2 * limit_s + 5):
             sc = load_scenario(source, **overrides)
             if not run or sc.duration_s > MAX_RUN_S:
                 return "ok", ""
             stage = "simulate"
-            simulate(sc)
+            simulate(with_budget(sc, limit_s))
         return "ok", ""
     except Hang as e:
         return "hang", f"{stage}: {e}"
     except ScenarioError as e:
         if stage == "simulate":
+            if e.problems and all(p in BUDGET_FIELDS for p, _ in e.problems):
+                return "budget", str(e)[:300]
             return "accepted-not-run", str(e)[:300]
         bad = [(p, m) for p, m in e.problems if not names_a_field(p, m, data)]
         if bad or not e.problems:

@@ -241,3 +241,27 @@ def test_a_udp_stream_faster_than_one_tbps_is_refused():
     d = base()
     d["flows"] = [{"transport": "udp", "rate_bps": 5.4e15}]
     assert "at most 1e+12 bit/s" in problems(d)["flows[0].rate_bps"]
+
+
+@needs_core
+def test_a_run_past_its_budget_is_a_named_error_not_a_hang():
+    """bench/fuzz.py's hangs at 10^5 cases were many-flow runs past the watchdog on a loaded
+    machine: now each run has the core's wall-time budget (sim.max_wall_s = limit_s), and one
+    that reaches it, or the case's own sim.max_events, is a clean error naming the field."""
+    many = {**base(), "duration_s": 5, "bottleneck": {"rate_bps": "1Gbps", "delay_ms": 5},
+            "flows": [{"cc": "cubic", "start_s": i * 1e-3} for i in range(100)]}
+    outcome, detail = fz.judge_scenario(many, many, limit_s=0.01)
+    assert outcome == "budget" and "sim.max_wall_s: 0.01 s of wall-clock time reached" in detail, detail
+    own = {**base(), "sim": {"max_events": 50}}
+    outcome, detail = fz.judge_scenario(own, own)
+    assert outcome == "budget" and "sim.max_events: 50 events reached" in detail, detail
+    assert "budget" in fz.GOOD
+
+
+@pytest.mark.parametrize("name", ["\ud800", "a\x00b"])
+def test_a_capacity_trace_name_no_file_system_takes_is_named(name):
+    """bench/fuzz.py at 2*10^4 cases: a lone surrogate in the path was a UnicodeEncodeError."""
+    d = base()
+    d["bottleneck"] = {"capacity_trace": name}
+    p = problems(d)
+    assert "is not a usable file name" in p["bottleneck.capacity_trace"]

@@ -703,6 +703,18 @@ impl<P: NetPacket> Link<P> {
                 return None;
             }
             let e = self.fifo.pop_front()?;
+            if self.served == self.popped {
+                // Handed on before its departure: the RLC had every PDU through (or discarded
+                // the packet) before the end of the airtime its retransmitted PDUs add to its
+                // slot (a slot longer than the retransmission interval: a slow bearer). It
+                // leaves the queue count now; the transmitter stays busy to the slot's end
+                // (`last_depart_ns`). (Counting it on to its departure would need a wake-up
+                // then; left uncounted, the count stayed one too high for good.)
+                debug_assert!(e.depart_ns > now);
+                self.queued_pkts = self.queued_pkts.saturating_sub(1);
+                self.queued_bytes = self.queued_bytes.saturating_sub(u64::from(e.bytes));
+                self.served += 1;
+            }
             self.popped += 1;
             if !e.rlc_drop {
                 break e;

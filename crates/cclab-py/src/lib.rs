@@ -74,6 +74,8 @@ fn simulate<'py>(
     }
     let out = result.map_err(|e| match e {
         CoreError::Config(c) => config_error(c),
+        // A budget is a scenario field: the run reached it (sim.max_events, sim.max_wall_s).
+        CoreError::Budget(b) => config_error(cclab_sim::ConfigError::new(b.field(), b.message())),
         other => SimError::new_err(other.to_string()),
     })?;
 

@@ -139,6 +139,18 @@ pub struct SimSettings {
     /// Sampling period of the links series (and of flows with `trace = "interval"`), ms.
     #[serde(default = "default_interval")]
     pub trace_interval_ms: f64,
+    /// The most events the run may process (`budget.rs`): one that needs more stops with
+    /// `SimError::Budget` naming this field.
+    #[serde(default = "default_max_events")]
+    pub max_events: u64,
+    /// The most wall-clock seconds the run may take (None: no limit); one that takes longer
+    /// stops with `SimError::Budget` naming this field.
+    #[serde(default)]
+    pub max_wall_s: Option<f64>,
+}
+
+fn default_max_events() -> u64 {
+    crate::budget::DEFAULT_MAX_EVENTS
 }
 
 fn default_hz() -> u32 {
@@ -170,6 +182,8 @@ impl Default for SimSettings {
             tick_phase_us: 0.0,
             trace: TraceMode::Change,
             trace_interval_ms: 10.0,
+            max_events: default_max_events(),
+            max_wall_s: None,
         }
     }
 }
@@ -544,6 +558,20 @@ impl Scenario {
         }
         if !(self.sim.trace_interval_ms.is_finite() && self.sim.trace_interval_ms >= 0.1) {
             out.push(err("sim.trace_interval_ms", "a period of at least 0.1 ms"));
+        }
+        if self.sim.max_events == 0 {
+            out.push(err(
+                "sim.max_events",
+                "0 is not accepted: a count of events >= 1",
+            ));
+        }
+        if let Some(w) = self.sim.max_wall_s {
+            if !(w.is_finite() && w > 0.0) {
+                out.push(err(
+                    "sim.max_wall_s",
+                    format!("{w} is not accepted: a time > 0 s (or none: no limit)"),
+                ));
+            }
         }
         out.extend(self.host.validate("host").err().map(ConfigError::from));
         out.extend(self.validate_network().err());

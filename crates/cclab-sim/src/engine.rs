@@ -162,6 +162,11 @@ impl EventQueue {
         Some((t, self.event(s as usize)))
     }
 
+    /// Whether an event is due at or before `until_ns`.
+    pub fn due_by(&self, until_ns: u64) -> bool {
+        self.heap.first().is_some_and(|e| e.0 <= until_ns)
+    }
+
     /// Events waiting.
     pub fn len(&self) -> usize {
         self.heap.len()

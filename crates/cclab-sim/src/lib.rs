@@ -11,13 +11,14 @@
 //! delayed and quick ACKs, SACK compression. Congestion control sits behind one trait that
 //! mirrors `tcp_congestion_ops` (`cc`), one algorithm per file.
 //!
-//! Layers: `engine` (event queue), `world` (the network and the event loop), `tcp` (protocol),
+//! Layers: `engine` (event queue), `budget` (a run's event and wall-time budget), `world` (the network and the event loop), `tcp` (protocol),
 //! `cc` (algorithms), `trace` (columnar output), `config` (the scenario as the core reads it),
 //! `middleware` (the S1 cwnd-clamping policy: equations, tables, terminal counting), `udp` (a
 //! constant-bit-rate UDP application), `mptcp` (Multipath TCP connections over several TCP
 //! subflows).
 
 mod agents;
+pub mod budget;
 pub mod cc;
 pub mod config;
 pub mod engine;
@@ -32,6 +33,7 @@ pub mod world;
 
 use serde::Serialize;
 
+pub use budget::BudgetExceeded;
 pub use config::{ConfigError, Scenario};
 pub use trace::{EventTrace, FlowTrace, LinkTrace};
 
@@ -48,6 +50,9 @@ pub enum SimError {
     /// The progress callback asked to stop.
     #[error("run cancelled")]
     Cancelled,
+    /// The run reached its budget (`sim.max_events` or `sim.max_wall_s`) before its end.
+    #[error("{0}")]
+    Budget(BudgetExceeded),
     /// Something failed inside the simulator (a bug: please report it).
     #[error("internal simulator error: {0}")]
     Internal(String),

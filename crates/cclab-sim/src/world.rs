@@ -179,6 +179,9 @@ pub struct World {
     mode: TraceMode,
     interval_ns: u64,
     duration_ns: u64,
+    /// The run's budget (`sim.max_events`, `sim.max_wall_s`).
+    max_events: u64,
+    max_wall_s: Option<f64>,
     data_buf: Vec<DataSeg>,
     ack_buf: Vec<AckSeg>,
     /// The S1 middleware's terminals, if it runs.
@@ -621,6 +624,8 @@ impl World {
             mode: sc.sim.trace,
             interval_ns,
             duration_ns: s_to_ns(sc.duration_s),
+            max_events: sc.sim.max_events,
+            max_wall_s: sc.sim.max_wall_s,
             data_buf: Vec::new(),
             ack_buf: Vec::new(),
             agents,
@@ -634,6 +639,7 @@ impl World {
         mut progress: Option<&mut dyn FnMut(f64) -> bool>,
     ) -> Result<RunOutput, SimError> {
         let end = self.duration_ns;
+        let budget = crate::budget::Budget::start(self.max_events, self.max_wall_s, end);
         while let Some((t, ev)) = self.q.pop_until(end) {
             match ev {
                 Event::LinkArrival(l) => self.on_link_arrival(t, l),
@@ -655,6 +661,9 @@ impl World {
                 Event::UdpSend(u) => self.on_udp_send(t, u),
                 Event::Sample => self.on_sample(t),
             }
+            budget
+                .check(self.q.processed, t, self.q.due_by(end))
+                .map_err(SimError::Budget)?;
             if self.q.processed & 0xffff == 0 {
                 if let Some(p) = progress.as_deref_mut() {
                     if !p(t as f64 / end as f64) {

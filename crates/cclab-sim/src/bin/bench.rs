@@ -1,7 +1,7 @@
 //! `cclab-bench`: the core's benchmark. Runs a scenario JSON (default: the S0 25 ms path with
 //! per-ACK tracing) and prints wall time, events per second and peak memory (VmHWM).
 //!
-//! Usage: cclab-bench [SCENARIO.json] [--cc NAME] [--all-cc]
+//! Usage: cclab-bench [SCENARIO.json] [--cc NAME] [--all-cc] [--window-scaling]
 //!
 //! `--all-cc` runs the scenario once per registered algorithm (presets excluded) and prints
 //! each one's wall time relative to Reno's, over the whole run and per delivered MB (on the
@@ -22,6 +22,58 @@ const DEFAULT: &str = r#"{
   "flows": [{"name": "cubic", "sender": "sender", "receiver": "receiver", "cc": "cubic",
              "mss_bytes": 948, "max_cwnd_pkts": 200}]
 }"#;
+
+/// `--window-scaling`: the work per packet as the window grows (issue 18: it must not grow
+/// with it). Two families: a huge initial window into a 50-packet queue at 1 Gbit/s for 1 s
+/// (most of it dropped and resent), and a bulk CUBIC flow over a 100 ms path whose queue is
+/// nine bandwidth-delay products, at 100 Mbit/s to 4 Gbit/s (windows of 10^3 to 10^5).
+fn window_scaling() {
+    println!(
+        "{:<30} {:>8} {:>10} {:>11} {:>9} {:>9}",
+        "case", "wall_s", "events", "sent_pkts", "ns_event", "ns_pkt"
+    );
+    let initial = |w: u32| {
+        format!(
+            r#"{{"name": "iw", "duration_s": 1.0,
+  "bottleneck": {{"fwd": {{"rate_bps": 1000000000, "delay_ms": 5, "queue_pkts": 50}},
+                  "rev": {{"rate_bps": 1000000000, "delay_ms": 5, "queue_pkts": 50}}}},
+  "flows": [{{"name": "f", "sender": "sender", "receiver": "receiver", "cc": "cubic",
+             "initial_cwnd_pkts": {w}}}]}}"#
+        )
+    };
+    let bdp = |mbps: u64| {
+        format!(
+            r#"{{"name": "bdp", "duration_s": 10.0,
+  "bottleneck": {{"fwd": {{"rate_bps": {}, "delay_ms": 50, "queue_pkts": {}}},
+                  "rev": {{"rate_bps": {}, "delay_ms": 50, "queue_pkts": {}}}}},
+  "flows": [{{"name": "f", "sender": "sender", "receiver": "receiver", "cc": "cubic"}}]}}"#,
+            mbps * 1_000_000,
+            mbps * 9,
+            mbps * 1_000_000,
+            mbps * 9
+        )
+    };
+    let cases = [10_000u32, 100_000, 1_000_000]
+        .map(|w| (format!("initial_cwnd_pkts={w}"), initial(w)))
+        .into_iter()
+        .chain([100u64, 1000, 4000].map(|m| (format!("bulk {m} Mbit/s, 100 ms"), bdp(m))));
+    for (name, json) in cases {
+        let t0 = Instant::now();
+        match simulate_json(&json, None) {
+            Ok(out) => {
+                let wall = t0.elapsed().as_secs_f64();
+                let sent: u64 = out.flow_stats.iter().map(|f| f.sent_pkts).sum();
+                println!(
+                    "{name:<30} {wall:>8.3} {:>10} {sent:>11} {:>9.0} {:>9.0}",
+                    out.events_processed,
+                    wall * 1e9 / out.events_processed as f64,
+                    wall * 1e9 / sent.max(1) as f64
+                );
+            }
+            Err(e) => println!("{name:<30} failed: {e}"),
+        }
+    }
+}
 
 fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -107,6 +159,10 @@ fn main() {
     let mut cc: Option<String> = None;
     let mut i = 0;
     while i < args.len() {
+        if args[i] == "--window-scaling" {
+            window_scaling();
+            return;
+        }
         if args[i] == "--all-cc" {
             all_cc(&json);
             return;

@@ -55,34 +55,38 @@ impl Sender {
 
     /// `tcp_rack_detect_loss`: mark lost what RACK proves lost; returns the longest wait (us)
     /// before a not-yet-expired segment would be (0 = none).
+    ///
+    /// Linux walks `tsorted_sent_queue` (send-time order, SACKed and RACK-marked segments
+    /// unlinked) up to the first segment not sent before RACK's reference; the queue gives the
+    /// same candidates (`RtxQueue::rack_candidates`: segments neither SACKed nor marked lost
+    /// awaiting retransmission). The expired ones are marked in sequence order, as a walk of
+    /// the whole queue would, so that the algorithm's `skb_marked_lost` hook sees them in the
+    /// same order whichever way they were found.
     fn rack_detect_loss(&mut self) -> u64 {
         let reo_wnd = self.rack_reo_wnd() as i64;
         let now = self.tp.tcp_mstamp_us as i64;
+        let rtt_us = self.rack.rtt_us as i64;
+        let mut lost: Vec<u64> = Vec::new();
         let mut reo_timeout = 0u64;
-        for i in 0..self.rtx.len() {
-            let skb = *self.rtx.get(i);
-            if skb.sacked & SACKED_ACKED != 0 {
-                continue;
-            }
-            // Skip ones marked lost but not yet retransmitted.
-            if skb.sacked & LOST != 0 && skb.sacked & SACKED_RETRANS == 0 {
-                continue;
-            }
-            if !tcp_skb_sent_after(
-                self.rack.mstamp_us,
-                skb.xmit_us,
-                self.rack.end_seq,
-                skb.end_seq,
-            ) {
-                continue;
-            }
+        for (xmit_us, end_seq) in self
+            .rtx
+            .rack_candidates(self.rack.mstamp_us, self.rack.end_seq)
+        {
             // tcp_rack_skb_timeout.
-            let remaining = self.rack.rtt_us as i64 + reo_wnd - (now - skb.xmit_us as i64);
+            let remaining = rtt_us + reo_wnd - (now - xmit_us as i64);
             if remaining <= 0 {
-                self.mark_skb_lost(i);
+                lost.push(end_seq);
             } else {
                 reo_timeout = reo_timeout.max(remaining as u64);
             }
+        }
+        lost.sort_unstable();
+        for end_seq in lost {
+            let i = self
+                .rtx
+                .index_of(end_seq - 1)
+                .expect("a RACK candidate is queued");
+            self.mark_skb_lost(i);
         }
         reo_timeout
     }
@@ -158,7 +162,7 @@ impl Sender {
         if sacked & LOST != 0 {
             if sacked & SACKED_RETRANS != 0 {
                 // Account for retransmits that are lost again.
-                self.rtx.get_mut(idx).sacked &= !SACKED_RETRANS;
+                self.rtx.update(idx, |s| s.sacked &= !SACKED_RETRANS);
                 self.tp.retrans_out -= 1;
                 self.tp.lost += 1;
                 // google/bbr v2alpha/v3 tcp_notify_skb_loss_event: the skb_marked_lost hook.
@@ -167,7 +171,7 @@ impl Sender {
             }
         } else {
             self.tp.lost_out += 1;
-            self.rtx.get_mut(idx).sacked |= LOST;
+            self.rtx.update(idx, |s| s.sacked |= LOST);
             self.tp.lost += 1;
             let skb = *self.rtx.get(idx);
             self.cc.skb_marked_lost(&mut self.tp, &skb);

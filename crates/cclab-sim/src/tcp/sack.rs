@@ -67,15 +67,25 @@ impl Sender {
             let Some(mut i) = self.rtx.index_of(b.start.max(head.seq)) else {
                 continue;
             };
-            while i < self.rtx.len() {
-                let skb = *self.rtx.get(i);
+            // Segments already SACKed and counted (`RtxQueue::next_unsettled`) are skipped
+            // unless the block is a D-SACK: tagging them again changes nothing.
+            loop {
+                let next = if dup_sack {
+                    (i < self.rtx.len()).then_some(i)
+                } else {
+                    self.rtx.next_unsettled(i)
+                };
+                let Some(j) = next else {
+                    break;
+                };
+                let skb = *self.rtx.get(j);
                 if skb.seq >= b.end {
                     break;
                 }
                 if skb.seq >= b.start && skb.end_seq <= b.end {
-                    self.sacktag_one(i, dup_sack, &mut f, ss);
+                    self.sacktag_one(j, dup_sack, &mut f, ss);
                 }
-                i += 1;
+                i = j + 1;
             }
         }
         // Reordering is not measured in Loss, where retransmissions cannot be accounted for,
@@ -278,7 +288,7 @@ impl Sender {
             sacked &= !SACKED_RETRANS;
             self.tp.retrans_out -= 1;
         }
-        self.rtx.get_mut(idx).sacked = sacked;
+        self.rtx.update(idx, |s| s.sacked = sacked);
         // tcp_sacktag_walk: tcp_rate_skb_delivered after tagging.
         self.rate_skb_delivered(idx, &mut ss.rate);
     }

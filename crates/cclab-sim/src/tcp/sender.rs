@@ -562,16 +562,18 @@ impl Sender {
         let (in_flight, lost) = (self.tp.packets_in_flight() + 1, self.tp.lost);
         let delivered_ce = self.tp.delivered_ce;
         let (ecn, cwr) = self.ecn_send(retrans);
-        let skb = self.rtx.get_mut(idx);
-        skb.xmit_us = now_us;
-        skb.tsval = tsval;
-        skb.tx_delivered = delivered;
-        skb.tx_delivered_mstamp_us = dmst;
-        skb.tx_first_tx_mstamp_us = ftx;
-        skb.tx_is_app_limited = app;
-        skb.tx_in_flight = in_flight;
-        skb.tx_lost = lost;
-        skb.tx_delivered_ce = delivered_ce;
+        let skb = self.rtx.update(idx, |skb| {
+            skb.xmit_us = now_us;
+            skb.tsval = tsval;
+            skb.tx_delivered = delivered;
+            skb.tx_delivered_mstamp_us = dmst;
+            skb.tx_first_tx_mstamp_us = ftx;
+            skb.tx_is_app_limited = app;
+            skb.tx_in_flight = in_flight;
+            skb.tx_lost = lost;
+            skb.tx_delivered_ce = delivered_ce;
+            *skb
+        });
         out.push(DataSeg {
             seq: skb.seq,
             len: (skb.end_seq - skb.seq) as u32,
@@ -633,7 +635,9 @@ impl Sender {
             self.rtx.push(Skb {
                 seq,
                 end_seq: seq + len,
-                xmit_us: 0,
+                // As `transmit_seg` stamps it next (so the queue's send-time index places it
+                // once).
+                xmit_us: self.tp.tcp_mstamp_us,
                 tsval: 0,
                 sacked: 0,
                 tx_delivered: 0,
@@ -700,14 +704,14 @@ impl Sender {
     pub(crate) fn probe_retransmit(&mut self, idx: usize, out: &mut Vec<DataSeg>) {
         self.transmit(idx, true, out);
         self.sto_on_retransmit();
-        self.rtx.get_mut(idx).sacked |= EVER_RETRANS;
+        self.rtx.update(idx, |s| s.sacked |= EVER_RETRANS);
         self.stats.retrans_pkts += 1;
     }
 
     /// `tcp_retransmit_skb`: a repair retransmission, in flight until acked or lost again.
     pub(crate) fn retransmit_skb(&mut self, idx: usize, out: &mut Vec<DataSeg>) {
         self.probe_retransmit(idx, out);
-        self.rtx.get_mut(idx).sacked |= SACKED_RETRANS;
+        self.rtx.update(idx, |s| s.sacked |= SACKED_RETRANS);
         self.tp.retrans_out += 1;
         if self.retrans_stamp == 0 {
             self.retrans_stamp = self.ts_now();
@@ -735,11 +739,13 @@ impl Sender {
             if self.tp.retrans_out >= self.tp.lost_out {
                 break;
             }
-            let sacked = self.rtx.get(i).sacked;
-            if sacked & LOST == 0 || sacked & (SACKED_ACKED | SACKED_RETRANS) != 0 {
-                i += 1;
-                continue;
-            }
+            // Skip to the next segment it resends (`RtxQueue::next_waiting`; Linux starts from
+            // `retransmit_skb_hint`): the checks above would give the same answers on the way
+            // (nothing changes in between, and `pacing_check` arms its timer only once).
+            let Some(j) = self.rtx.next_waiting(i) else {
+                break;
+            };
+            i = j;
             let (seq, len) = (self.rtx.get(i).seq, self.rtx.get(i).len());
             if self.small_queue_check(len, 1) || self.device_refuses(seq) {
                 break;
@@ -991,7 +997,7 @@ impl Sender {
         }
         // A SACKed segment is not used again when it is cumulatively acked.
         if skb.sacked & SACKED_ACKED != 0 {
-            self.rtx.get_mut(idx).tx_delivered_mstamp_us = 0;
+            self.rtx.update(idx, |s| s.tx_delivered_mstamp_us = 0);
         }
     }
 

@@ -76,9 +76,7 @@ impl Sender {
     /// `tcp_undo_cwnd_reduction`.
     fn undo_cwnd_reduction(&mut self, unmark_loss: bool) {
         if unmark_loss {
-            for skb in self.rtx.iter_mut() {
-                skb.sacked &= !LOST;
-            }
+            self.rtx.update_all(|skb| skb.sacked &= !LOST);
             self.tp.lost_out = 0;
         }
         if self.sto_undo_is_timeout() && self.cfg.sto_response != StoResponse::Linux {
