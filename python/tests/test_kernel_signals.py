@@ -28,16 +28,9 @@ SCENARIO = ("name = 'sig'\nduration_s = 30\n[bottleneck]\nrate_bps = '20Mbps'\nd
 
 def _helpers() -> list[int]:
     """Live cclab traffic processes (any run)."""
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                cmd = (d / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"cclab.kernel.traffic" in cmd or b"cclab.kernel.udp" in cmd:
-                out.append(int(d.name))
-    return out
+    from cclab.kernel.netns import _pids_naming
+
+    return _pids_naming(["cclab.kernel.traffic", "cclab.kernel.udp"])
 
 
 def _start(tmp_path: Path) -> tuple[subprocess.Popen, set[str]]:

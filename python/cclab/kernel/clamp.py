@@ -160,12 +160,17 @@ def remove_dead_cgroups() -> list[str]:
                 os.kill(p, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        try:
-            _evacuate_and_remove(cg)
-            removed.append(cg.name)
-        except OSError:
-            pass
+        removed += _removed(cg)
     return removed
+
+
+def _removed(cg: Path) -> list[str]:
+    """``[cg.name]`` if the cgroup could be emptied and removed, else []."""
+    try:
+        _evacuate_and_remove(cg)
+    except OSError:
+        return []
+    return [cg.name]
 
 
 def clean_cgroups() -> list[str]:
@@ -174,15 +179,7 @@ def clean_cgroups() -> list[str]:
         root = cgroup2_root()
     except ClampError:
         return []
-    removed = []
-    for cg in sorted(root.glob(PREFIX + "*")):
-        if cg.is_dir():
-            try:
-                _evacuate_and_remove(cg)
-                removed.append(cg.name)
-            except OSError:
-                pass
-    return removed
+    return [name for cg in sorted(root.glob(PREFIX + "*")) if cg.is_dir() for name in _removed(cg)]
 
 
 class CwndClamp:
