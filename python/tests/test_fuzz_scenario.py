@@ -265,3 +265,13 @@ def test_a_capacity_trace_name_no_file_system_takes_is_named(name):
     d["bottleneck"] = {"capacity_trace": name}
     p = problems(d)
     assert "is not a usable file name" in p["bottleneck.capacity_trace"]
+
+
+def test_the_judge_tells_a_quoted_user_value_from_the_cores_internal_names() -> None:
+    """The 10^5-case run flagged "duration_s: 'rev' is not a time" as naming no field: 'rev' was
+    the fuzzed value, not the core's name for a reverse link."""
+    from .fuzzing import names_a_field
+
+    assert names_a_field("duration_s", "'rev' is not a time; accepted: a number of s", {"duration_s": "rev"})
+    assert not names_a_field("bottleneck.rate_bps", "bottleneck.fwd: invalid value", {"bottleneck": {}})
+    assert not names_a_field("bottleneck.rev.delay_ms", "must be >= 0", {"bottleneck": {}})
