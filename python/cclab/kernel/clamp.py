@@ -122,13 +122,7 @@ def remove_cgroup(name: str) -> bool:
         cg = cgroup2_root() / f"{PREFIX}{name}"
     except ClampError:
         return False
-    if not cg.is_dir():
-        return False
-    try:
-        _evacuate_and_remove(cg)
-    except OSError:
-        return False
-    return True
+    return cg.is_dir() and bool(_removed(cg))
 
 
 def cgroup_pids(name: str) -> list[int]:

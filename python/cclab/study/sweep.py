@@ -164,7 +164,11 @@ def cached_row(spec: RunSpec, cache_dir: str | None) -> dict[str, Any] | None:
         key = spec.key()
     except Exception:  # noqa: BLE001
         return None
-    cache = Path(cache_dir) / key
+    return _cached(spec, Path(cache_dir) / key, key)
+
+
+def _cached(spec: RunSpec, cache: Path, key: str) -> dict[str, Any] | None:
+    """:func:`cached_row` for a spec whose key is known."""
     need = ["result.json"] + (["flows.parquet"] if spec.keep_trace else []) + (["post.parquet"] if spec.post else [])
     if not all((cache / n).is_file() for n in need):
         return None
@@ -177,9 +181,6 @@ def cached_row(spec: RunSpec, cache_dir: str | None) -> dict[str, Any] | None:
 def run_one(spec: RunSpec, cache_dir: str | None) -> dict[str, Any]:
     """Run (or read back from the cache) one spec. Never raises for a bad run: the failure comes
     back as a row with ``ok = False`` and ``error``."""
-    hit = cached_row(spec, cache_dir)
-    if hit is not None:
-        return hit
     row: dict[str, Any] = dict(spec.labels) | {"seed": spec.seed}
     try:
         key = spec.key()
@@ -187,6 +188,9 @@ def run_one(spec: RunSpec, cache_dir: str | None) -> dict[str, Any]:
         return _failed(spec, f"{type(e).__name__}: {e}")
     row["key"] = key
     cache = Path(cache_dir) / key if cache_dir else None
+    hit = _cached(spec, cache, key) if cache is not None else None
+    if hit is not None:
+        return hit
     try:
         t0 = time.perf_counter()
         if spec.backend == "kernel":
