@@ -153,12 +153,13 @@ def s1(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: 
         _require_root()
     cfg = S1Config.make(quick=quick, reps=reps, jobs=jobs, executor=executor, backend=backend)
     res = _run_with_progress("s1", run_s1, out_dir, cfg)
-    t = Table(title="S1: the paper vs cclab")
+    t = Table(title="S1: the paper vs cclab, improved vs off (fixed: 54 Mbit/s; +2s: terminals started 2 s apart)")
     ours = [c for c in res.compare.columns if c.startswith("cclab_")]
-    for col in ("terminals", "N", "result", "paper", *(f"cclab, rates {c[6:]}" for c in ours)):
+    for col in ("terminals", "N", "gain in", "paper", *(c[6:].replace("none", "fixed").replace("_stagger_", " +")
+                                                        for c in ours)):
         t.add_column(col)
     for _, r in res.compare.iterrows():
-        t.add_row(str(r["terminal"]), str(r["n_terminals"]), str(r["result"]), f"{r['paper']:+.0%}",
+        t.add_row(str(r["terminal"]), str(r["n_terminals"]), str(r["result"]).split()[0], f"{r['paper']:+.0%}",
                   *("n/a" if r[c] != r[c] else f"{r[c]:+.0%}" for c in ours))
     out.print(t)
     out.print(f"{len(res.runs) + len(res.failures)} runs in {res.wall_s:.1f} s ({len(res.failures)} failed); "

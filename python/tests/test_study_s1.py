@@ -23,16 +23,25 @@ def test_the_quick_study_produces_every_figure_and_table(tmp_path: Path) -> None
     out = tmp_path / "s1"
     res = CliRunner().invoke(cli, ["study", "s1", "--quick", "-o", str(out)])
     assert res.exit_code == 0, res.output
-    figs = ["fig4_scaling", "mac_vs_n", "ablation"] + [f"{stem}_{rates}" for rates in ("none", "arf") for stem in (
+    figs = ["fig4_scaling", "mac_vs_n", "ablation", "stagger"] + [f"{stem}_{rates}" for rates in ("none", "arf") for stem in (
         "fig5_11_total", "fig12_jain", "per_terminal", "fig6_10_cwnd_smartphone", "fig6_10_cwnd_tablet")]
     for fig in figs:
         assert (out / "figures" / f"{fig}.png").stat().st_size > 5000, fig
         assert (out / "figures" / f"{fig}.svg").is_file()
-    for table in ("scaling", "middleware", "ablation", "collapse", "compare_with_paper", "runs", "stations"):
+    for table in ("scaling", "middleware", "ablation", "collapse", "compare_with_paper", "runs", "stations", "stagger"):
         assert (out / "tables" / f"{table}.csv").is_file(), table
     compare = pd.read_csv(out / "tables" / "compare_with_paper.csv")
     assert len(compare) == len(PAPER_GAINS)
     assert compare["cclab_none"].notna().all() and compare["cclab_arf"].notna().all()
+    assert compare["cclab_none_stagger_2s"].notna().all() and compare["cclab_arf_stagger_2s"].notna().all()
+    # The fairness ablation: staggered starts leave the terminals unfair without middleware, and the
+    # improved table evens them out; started together there is little to even out.
+    st = pd.read_csv(out / "tables" / "stagger.csv").set_index(["rates", "terminal", "n_terminals", "start_stagger_s"])
+    for rates in ("none", "arf"):
+        for t in ("smartphone", "tablet"):
+            late, together = st.loc[(rates, t, 6, 2.0)], st.loc[(rates, t, 6, 0.0)]
+            assert late["jain_off"] < together["jain_off"] - 0.05
+            assert late["jain_gain"] > together["jain_gain"] + 0.05 and late["jain_improved"] > 0.9
     collapse = pd.read_csv(out / "tables" / "collapse.csv")
     assert list(collapse["ablation"]) == list(ABLATIONS)
     mw = pd.read_csv(out / "tables" / "middleware.csv")
@@ -54,7 +63,8 @@ def test_the_quick_study_produces_every_figure_and_table(tmp_path: Path) -> None
     assert mw[mw["variant"] == "improved"]["count_share_mean"].between(0, 1).all()
     html = (out / "report.html").read_text()
     for part in ("What differs from the paper, and why", "comes from rate adaptation", "AP rate Mbit/s",
-                 "Each station's PHY rate per variant", "The paper beside cclab", "The collapse, explained by ablation", "Terminal classes", "data:image/png"):
+                 "Each station's PHY rate per variant", "The paper beside cclab",
+                 "the start schedule is the mechanism", "Fairness, explained by ablation", "The collapse, explained by ablation", "Terminal classes", "data:image/png"):
         assert part in html
     assert "paper vs cclab" in res.output
 
@@ -98,3 +108,32 @@ def test_mac_columns_come_from_each_station_s_counters() -> None:
     assert r.iloc[1][["ap_rate_mbps", "collision_prob", "retry_drops", "ap_queue_drops_pkts"]].isna().all()
     st = stations_table(r.assign(part="x"), ["part"])
     assert list(st["station"]) == ["ap", "t1", "t2"] and list(st["rate_mbps"]) == [12, 48, 24]
+
+
+def test_on_the_kernel_every_grid_run_has_a_simulator_twin_and_the_report_pairs_them(tmp_path: Path) -> None:
+    from cclab.study.s1_parity import TWIN_PART, middleware_gains, parity_table
+
+    specs = plan(S1Config.make(quick=True, backend="kernel"))
+    kernel = [s for s in specs if s.backend == "kernel"]
+    twins = [s for s in specs if dict(s.labels)["part"] == TWIN_PART]
+    assert kernel and len(twins) == len(kernel) and not [s for s in specs if dict(s.labels)["part"] == "ablation"]
+    for k, t in zip(kernel, twins):
+        assert t.backend == "sim" and (t.source, t.overrides, t.seed) == (k.source, k.overrides, k.seed)
+        assert dict(t.labels) == dict(k.labels) | {"part": TWIN_PART, "twin_of": dict(k.labels)["part"]}
+        assert t.key() != k.key()
+    # Pairing: a kernel run 10 % above its twin reads 1.10; the gains are per backend.
+    rows = []
+    for k in kernel:
+        lab = dict(k.labels)
+        sim = 10.0 + lab["n_terminals"] + (2.0 if lab["variant"] == "improved" else 0.0)
+        rows.append(lab | {"ok": True, "total_mbps": 1.1 * sim, "jain": 0.9})
+        rows.append(lab | {"part": TWIN_PART, "twin_of": lab["part"], "ok": True, "total_mbps": sim, "jain": 0.8})
+    rows.append(dict(kernel[0].labels) | {"ok": False, "total_mbps": float("nan"), "jain": float("nan")})
+    p = parity_table(pd.DataFrame(rows))
+    assert len(p) == len(kernel) and p["kernel_over_sim"].round(9).eq(1.1).all()
+    assert (p["runs_sim"] == 1).all() and (p["jain_sim"] == 0.8).all()
+    g = middleware_gains(p).set_index(["rates", "terminal", "n_terminals"])
+    assert g.loc[("none", "smartphone", 3), "throughput_gain_sim"] == pytest.approx(2 / 13)
+    assert g.loc[("none", "smartphone", 3), "throughput_gain_kernel"] == pytest.approx(2 / 13)
+    assert (g["fairness_gain_kernel"] == 0).all()
+    assert parity_table(pd.DataFrame([r for r in rows if r["part"] != TWIN_PART])).empty

@@ -20,6 +20,7 @@ middleware.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,8 @@ import pandas as pd
 
 from .aggregate import aggregate, write_table
 from .grid import RunSpec, derive_seed
+from .s1_stagger import beside_the_paper, stagger_figure, stagger_gains
+from .s1_parity import TWIN_PART, middleware_gains, parity_figure, parity_table
 from .s1_mac import MAC_RUN_METRICS, add_mac_columns, stations_table
 from .s1_scenarios import TERMINALS, s1_scenario
 from .sweep import SweepResult, run_sweep
@@ -126,6 +129,10 @@ class S1Config:
     #: The cell's rate control for the scaling and middleware grids: "none" (54 Mbit/s fixed,
     #: the ns-3 setup: no collapse) and "arf" (the mechanism the ablation finds for the collapse).
     rates: list[str] = field(default_factory=lambda: ["none", "arf"])
+    #: Start schedules for the fairness ablation (``s1_stagger``): terminal k starts at k times
+    #: each (0: all at once), middleware off and improved, at ``stagger_n``, both rate controls.
+    stagger_s: list[float] = field(default_factory=lambda: [0.0, 2.0, 5.0])
+    stagger_n: list[int] = field(default_factory=lambda: [3, 6])
     #: "sim", or "kernel": the scaling and middleware grids on this machine's Linux (root; real
     #: time, one run at a time; the ablation stays with the simulator, whose knobs the kernel
     #: does not all have).
@@ -134,9 +141,9 @@ class S1Config:
     @classmethod
     def make(cls, quick: bool = False, reps: int | None = None, **kw: Any) -> "S1Config":
         if kw.get("backend") == "kernel":
-            kw = {"ablations": [], **kw}
+            kw = {"ablations": [], "stagger_s": [], **kw}
         if quick:
-            kw = {"duration_s": 30.0, "scaling_n": [1, 3, 6], "ablation_n": [1, 6], **kw}
+            kw = {"duration_s": 30.0, "scaling_n": [1, 3, 6], "ablation_n": [1, 6], "stagger_s": [0.0, 2.0], **kw}
             return cls(reps=reps or 1, quick=True, **kw)
         return cls(reps=reps or 5, **kw)
 
@@ -164,6 +171,22 @@ def plan(cfg: S1Config) -> list[RunSpec]:
                         specs.append(_spec(d, rep, {"part": "middleware", "rates": rates, "terminal": terminal,
                                                     "n_terminals": n, "variant": v, "rep": rep},
                                            keep_trace=(rep == 0 and n == max(cfg.middleware_n)), backend=cfg.backend))
+    if cfg.backend == "kernel":
+        # Each kernel run's simulator twin: the same scenario and seed (``s1_parity``).
+        specs += [dataclasses.replace(s, backend="sim", keep_trace=False, labels=(
+            *((k, TWIN_PART if k == "part" else v) for k, v in s.labels), ("twin_of", dict(s.labels)["part"])))
+            for s in specs]
+    for rates in cfg.rates if cfg.stagger_s else []:
+        for terminal in TERMINALS:
+            for n in cfg.stagger_n:
+                for stagger in cfg.stagger_s:
+                    for v in ("off", "improved"):
+                        for rep in range(cfg.reps):
+                            d = s1_scenario(n, terminal, duration_s=cfg.duration_s, middleware=MIDDLEWARE_VARIANTS[v],
+                                            rate_adaptation=rates, start_stagger_s=stagger)
+                            specs.append(_spec(d, rep, {"part": "stagger", "rates": rates, "terminal": terminal,
+                                                        "n_terminals": n, "variant": v, "start_stagger_s": stagger,
+                                                        "rep": rep}))
     for name in cfg.ablations:
         _, change = ABLATIONS[name]
         for n in cfg.ablation_n:
@@ -215,6 +238,12 @@ class S1Result:
     failures: pd.DataFrame
     sweep: SweepResult
     wall_s: float
+    #: Kernel runs beside their simulator twins per grid point, and the middleware's gains on each
+    #: backend (``s1_parity``; empty on the simulator backend).
+    parity: pd.DataFrame = field(default_factory=pd.DataFrame)
+    parity_gains: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: The fairness ablation: per start stagger, Jain's index and total off and improved (``s1_stagger``).
+    stagger: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def collapse_table(ablation: pd.DataFrame) -> pd.DataFrame:
@@ -264,12 +293,13 @@ def run_s1(out_dir: str | Path, cfg: S1Config, progress: Callable[[int, int], No
 
     scaling = agg("scaling", ["rates", "terminal", "n_terminals"])
     middleware = agg("middleware", ["rates", "terminal", "n_terminals", "variant"])
+    stagger = stagger_gains(agg("stagger", ["rates", "terminal", "n_terminals", "start_stagger_s", "variant"]))
     ablation = agg("ablation", ["ablation", "n_terminals"])
     if len(ablation):
         order = {a: i for i, a in enumerate(ABLATIONS)}
         ablation = ablation.sort_values(["ablation", "n_terminals"], key=lambda s: s.map(order) if s.name == "ablation" else s)
     collapse = collapse_table(ablation) if len(ablation) else pd.DataFrame()
-    compare = compare_with_paper(middleware) if len(middleware) else pd.DataFrame()
+    compare = beside_the_paper(compare_with_paper(middleware) if len(middleware) else pd.DataFrame(), stagger)
     per_terminal = runs[runs["part"] == "middleware"].drop(columns=["key"], errors="ignore")
     grids = runs[runs["part"].isin(["scaling", "middleware"])] if "part" in runs else runs.iloc[0:0]
     stations = stations_table(grids, ["part", "rates", "terminal", "n_terminals", "variant"]) if len(grids) else \
@@ -281,12 +311,22 @@ def run_s1(out_dir: str | Path, cfg: S1Config, progress: Callable[[int, int], No
         "collapse": write_table(collapse, out / "tables" / "collapse"),
         "stations": write_table(stations, out / "tables" / "stations"),
         "compare": write_table(compare, out / "tables" / "compare_with_paper"),
+        "stagger": write_table(stagger, out / "tables" / "stagger"),
         "runs": write_table(runs.drop(columns=["key"], errors="ignore"), out / "tables" / "runs"),
     }
+    parity = parity_table(runs)
+    gains = middleware_gains(parity)
+    if len(parity):
+        tables |= {"kernel_parity": write_table(parity, out / "tables" / "kernel_parity"),
+                   "kernel_parity_gains": write_table(gains, out / "tables" / "kernel_parity_gains")}
     figures = s1_figures.draw_all(out / "figures", scaling, middleware, ablation, per_terminal, sweep,
                                   runs[runs["part"] == "middleware"])
+    if (fig := parity_figure(parity, out / "figures" / "kernel_parity")) is not None:
+        figures["kernel_parity"] = fig
+    if (fig := stagger_figure(stagger, out / "figures" / "stagger")) is not None:
+        figures["stagger"] = fig
     res = S1Result(cfg, out, runs, scaling, middleware, ablation, stations, collapse, compare, figures, tables,
-                   sweep.failures, sweep, time.perf_counter() - t0)
+                   sweep.failures, sweep, time.perf_counter() - t0, parity, gains, stagger)
     from .s1_report import write_s1_report
 
     write_s1_report(res)

@@ -54,10 +54,14 @@ TERMINALS: dict[str, dict[str, Any]] = {
 
 def s1_scenario(n: int, terminal: str = "smartphone", *, duration_s: float = 60.0,
                 ap_queue_pkts: int = AP_QUEUE_PKTS, cc: str = "cubic",
-                middleware: dict[str, Any] | None = None, rate_adaptation: str = "none") -> dict[str, Any]:
+                middleware: dict[str, Any] | None = None, rate_adaptation: str = "none",
+                start_stagger_s: float = 0.0) -> dict[str, Any]:
     """The S1 scenario with ``n`` terminals of class ``terminal``, as a scenario dict (every
     field a scenario file takes; ``load_scenario`` and ``--set`` work on it). ``rate_adaptation``:
-    the cell's ("none": 54 Mbit/s fixed, as ns-3's ConstantRate; "arf", "aarf")."""
+    the cell's ("none": 54 Mbit/s fixed, as ns-3's ConstantRate; "arf", "aarf").
+    ``start_stagger_s``: terminal k (from 0) starts uploading at k times this (0: all at once)."""
+    if start_stagger_s < 0:
+        raise ValueError(f"start_stagger_s: {start_stagger_s}; at least 0")
     if terminal not in TERMINALS:
         raise ValueError(f"terminal: {terminal!r} is not a terminal class; one of {sorted(TERMINALS)}")
     if n < 1:
@@ -79,6 +83,9 @@ def s1_scenario(n: int, terminal: str = "smartphone", *, duration_s: float = 60.
                    "delay_ms": WAN_RTT_MS / 2, "queue_pkts": 1000}],
         "flows": [{"name": t, "sender": t, "receiver": "srv", "cc": cc} for t in names],
     }
+    if start_stagger_s > 0:
+        for k, f in enumerate(d["flows"]):
+            f["start_s"] = k * start_stagger_s
     if rate_adaptation != "none":
         d["media"][0]["rate_adaptation"] = rate_adaptation
     if middleware is not None:

@@ -1,0 +1,99 @@
+"""S1 on the kernel beside the simulator.
+
+With ``backend = "kernel"`` every kernel run of the scaling and middleware grids has a simulator
+twin: the same scenario and seed, run by the simulator (part ``sim_twin``, label ``twin_of``
+naming the grid). This module pairs them: per grid point the mean total throughput and Jain's
+index on each backend, their ratio, and the middleware's gain (improved over off) on each; and a
+figure of total throughput against N on both backends.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from .s0_figures import _save  # noqa: E402
+
+__all__ = ["TWIN_PART", "parity_table", "middleware_gains", "parity_figure"]
+
+#: The ``part`` label of a kernel run's simulator twin.
+TWIN_PART = "sim_twin"
+_KEYS = ["part", "rates", "terminal", "n_terminals", "variant"]
+
+
+def _backend_rows(runs: pd.DataFrame) -> pd.DataFrame:
+    """The grids' runs with a ``backend`` column: kernel runs as they are, twins under their grid's
+    part name."""
+    if runs.empty or "part" not in runs:
+        return runs.iloc[0:0]
+    ok = runs[runs["ok"].astype(bool)]
+    kernel = ok[ok["part"].isin(["scaling", "middleware"])].assign(backend="kernel")
+    twin = ok[ok["part"] == TWIN_PART]
+    twin = twin.assign(part=twin["twin_of"], backend="sim") if "twin_of" in twin else twin.iloc[0:0]
+    return pd.concat([kernel, twin], ignore_index=True)
+
+
+def parity_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per grid point: runs on each backend, mean total (Mbit/s) and Jain's index on each, and
+    kernel over simulator. Empty when no run has a twin."""
+    rows = _backend_rows(runs)
+    if rows.empty or set(rows["backend"]) != {"kernel", "sim"}:
+        return pd.DataFrame()
+    g = rows.groupby([*_KEYS, "backend"], sort=False).agg(runs=("total_mbps", "size"),
+                                                         total_mbps=("total_mbps", "mean"), jain=("jain", "mean"))
+    t = g.unstack("backend")
+    t.columns = [f"{m}_{b}" for m, b in t.columns]
+    t = t.reset_index()
+    t["kernel_over_sim"] = t["total_mbps_kernel"] / t["total_mbps_sim"]
+    cols = [*_KEYS, "runs_kernel", "runs_sim", "total_mbps_kernel", "total_mbps_sim", "kernel_over_sim",
+            "jain_kernel", "jain_sim"]
+    return t[[c for c in cols if c in t]]
+
+
+def middleware_gains(parity: pd.DataFrame) -> pd.DataFrame:
+    """The improved middleware's change of the mean total and of Jain's index against off, per rate
+    control, class and N, on each backend."""
+    if parity.empty:
+        return pd.DataFrame()
+    mw = parity[parity["part"] == "middleware"]
+    out = []
+    for (rates, terminal, n), g in mw.groupby(["rates", "terminal", "n_terminals"], sort=False):
+        v = g.set_index("variant")
+        if not {"improved", "off"} <= set(v.index):
+            continue
+        row = {"rates": rates, "terminal": terminal, "n_terminals": n}
+        for b in ("kernel", "sim"):
+            row[f"throughput_gain_{b}"] = v.loc["improved", f"total_mbps_{b}"] / v.loc["off", f"total_mbps_{b}"] - 1
+            row[f"fairness_gain_{b}"] = v.loc["improved", f"jain_{b}"] / v.loc["off", f"jain_{b}"] - 1
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def parity_figure(parity: pd.DataFrame, stem: Path) -> Path | None:
+    """Total throughput against N, middleware off, kernel (solid) and simulator (dashed), one panel
+    per rate control."""
+    s = parity[parity["part"] == "scaling"] if len(parity) else parity
+    if s.empty:
+        return None
+    rates = list(dict.fromkeys(s["rates"]))
+    fig, axes = plt.subplots(1, len(rates), figsize=(5.2 * len(rates), 3.9), dpi=110, squeeze=False)
+    for ax, r in zip(axes[0], rates):
+        for i, (terminal, g) in enumerate(s[s["rates"] == r].groupby("terminal", sort=True)):
+            g = g.sort_values("n_terminals")
+            for b, ls in (("kernel", "-"), ("sim", "--")):
+                ax.plot(g["n_terminals"], g[f"total_mbps_{b}"], ls=ls, marker="o", ms=4, color=f"C{3 * i}",
+                        label=f"{terminal}s, {'kernel' if b == 'kernel' else 'simulator'}")
+        ax.set_title("54 Mbit/s fixed" if r == "none" else f"{r.upper()} rate control", fontsize=9)
+        ax.set_xlabel("terminals on the AP (N)")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("total throughput (Mbit/s)")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle("S1 on the kernel (solid) and the simulator (dashed): same scenarios, same seeds, middleware off",
+                 fontsize=10)
+    return _save(fig, stem)
