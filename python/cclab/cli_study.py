@@ -138,11 +138,13 @@ Examples:
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), default="out/s1", show_default=True,
               help="Output directory (tables/, figures/, report.html, cache/).")
 @click.option("--reps", type=click.IntRange(min=1), default=None, help="Runs per grid point (default 5; 1 with --quick).")
-@click.option("--quick", is_flag=True, help="Reduced grid: N in 1, 3, 6; 30 s runs; ablation at N = 1 and 6.")
+@click.option("--quick", is_flag=True, help="Reduced grid: N in 1, 3, 6; 30 s runs; ablation at N = 1 and 6; "
+                                           "starts 0 and 2 s apart.")
 @_parallel_options
 @click.option("--backend", type=click.Choice(["sim", "kernel"]), default="sim", show_default=True,
               help="The simulator, or this machine's Linux kernel (root; real time, one run at a time; the "
-                   "ablation stays with the simulator; --quick is about 25 minutes).")
+                   "ablations stay with the simulator; each kernel run gets a simulator twin; --quick is 52 "
+                   "runs of 30 s, about 30 minutes).")
 def s1(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: str, backend: str) -> None:
     """S1: N terminals on one 802.11g AP with the cooperative cwnd-clamping middleware. Total
     throughput vs N (Fig. 4), the middleware variants (Figs. 5, 11, 12), cwnd traces (Figs. 6-10),
