@@ -45,6 +45,21 @@ def scaling(s: pd.DataFrame, stem: Path) -> Path:
     return _save(fig, stem)
 
 
+def per_rate_control(rates: list[str], draw: Any, xlabel: str, ylabel: str, title: str, stem: Path) -> Path:
+    """One panel per rate control of the cell ("none": 54 Mbit/s fixed, else its name), each drawn
+    by ``draw(ax, rates)``; the first panel has the y label and the legend."""
+    fig, axes = plt.subplots(1, len(rates), figsize=(5.2 * len(rates), 3.9), dpi=110, squeeze=False)
+    for ax, r in zip(axes[0], rates):
+        draw(ax, r)
+        ax.set_title("54 Mbit/s fixed" if r == "none" else f"{r.upper()} rate control", fontsize=9)
+        ax.set_xlabel(xlabel)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel(ylabel)
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    return _save(fig, stem)
+
+
 def mac_vs_n(s: pd.DataFrame, stem: Path) -> Path:
     """The AP's mean PHY rate and the cell's collision probability against N, middleware off:
     54 Mbit/s fixed (solid) against ARF (dashed), per terminal class."""

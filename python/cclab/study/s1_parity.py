@@ -10,14 +10,11 @@ figure of total throughput against N on both backends.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from .s0_figures import _save  # noqa: E402
+from .s1_figures import per_rate_control
 
 __all__ = ["TWIN_PART", "parity_table", "middleware_gains", "parity_figure"]
 
@@ -80,20 +77,15 @@ def parity_figure(parity: pd.DataFrame, stem: Path) -> Path | None:
     s = parity[parity["part"] == "scaling"] if len(parity) else parity
     if s.empty:
         return None
-    rates = list(dict.fromkeys(s["rates"]))
-    fig, axes = plt.subplots(1, len(rates), figsize=(5.2 * len(rates), 3.9), dpi=110, squeeze=False)
-    for ax, r in zip(axes[0], rates):
+
+    def draw(ax: Any, r: str) -> None:
         for i, (terminal, g) in enumerate(s[s["rates"] == r].groupby("terminal", sort=True)):
             g = g.sort_values("n_terminals")
             for b, ls in (("kernel", "-"), ("sim", "--")):
                 ax.plot(g["n_terminals"], g[f"total_mbps_{b}"], ls=ls, marker="o", ms=4, color=f"C{3 * i}",
                         label=f"{terminal}s, {'kernel' if b == 'kernel' else 'simulator'}")
-        ax.set_title("54 Mbit/s fixed" if r == "none" else f"{r.upper()} rate control", fontsize=9)
-        ax.set_xlabel("terminals on the AP (N)")
         ax.set_ylim(bottom=0)
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("total throughput (Mbit/s)")
-    axes[0][0].legend(fontsize=7)
-    fig.suptitle("S1 on the kernel (solid) and the simulator (dashed): same scenarios, same seeds, middleware off",
-                 fontsize=10)
-    return _save(fig, stem)
+
+    return per_rate_control(list(dict.fromkeys(s["rates"])), draw, "terminals on the AP (N)", "total throughput (Mbit/s)",
+                            "S1 on the kernel (solid) and the simulator (dashed): same scenarios, same seeds, "
+                            "middleware off", stem)

@@ -83,6 +83,11 @@ def _station_rates(stations: pd.DataFrame) -> pd.DataFrame:
     return t[list(dict.fromkeys(sub["variant"]))].reset_index().rename_axis(columns=None)
 
 
+def _figure_and_table(res: Any, fig: str, caption: str, table: pd.DataFrame, names: dict[str, str]) -> list[str]:
+    """The figure ``fig`` (when drawn) and ``table`` with its columns renamed for the page."""
+    return ([_figure(res.figures[fig], caption)] if fig in res.figures else []) + [_table(table.rename(columns=names))]
+
+
 def _parity_html(res: Any) -> list[str]:
     """The kernel beside the simulator: every kernel run has a simulator twin (same scenario and seed)."""
     p = getattr(res, "parity", None)
@@ -94,12 +99,10 @@ def _parity_html(res: Any) -> list[str]:
            f"mean total throughput per grid point: median {ratio.median():.2f}, range {ratio.min():.2f}-"
            f"{ratio.max():.2f} over {len(ratio)} points. The kernel's figures are the study's; the twins are in "
            "<code>tables/kernel_parity.csv</code>.</p>"]
-    if "kernel_parity" in res.figures:
-        out.append(_figure(res.figures["kernel_parity"], "Total throughput against N, middleware off: the kernel "
-                                                          "through cclab-link's cell (solid) and the simulator (dashed)."))
-    out.append(_table(p.rename(columns={"total_mbps_kernel": "kernel Mbit/s", "total_mbps_sim": "simulator Mbit/s",
-                                        "kernel_over_sim": "kernel / sim", "jain_kernel": "Jain kernel",
-                                        "jain_sim": "Jain sim"})))
+    out += _figure_and_table(res, "kernel_parity", "Total throughput against N, middleware off: the kernel through "
+                             "cclab-link's cell (solid) and the simulator (dashed).", p,
+                             {"total_mbps_kernel": "kernel Mbit/s", "total_mbps_sim": "simulator Mbit/s",
+                              "kernel_over_sim": "kernel / sim", "jain_kernel": "Jain kernel", "jain_sim": "Jain sim"})
     g = getattr(res, "parity_gains", None)
     if g is not None and len(g):
         out += ["<p>The improved middleware against off, on each backend (relative change of the mean total and of "
@@ -170,13 +173,11 @@ def write_s1_report(res: Any) -> Path:
                   "<p>Terminal k starts at k times the stagger; middleware off against the improved table. "
                   "The paper's fairness gains (+18 % smartphones, +55 % tablets at N = 6) need terminals that "
                   "start one after another; <code>tables/stagger.csv</code> has every figure.</p>"]
-        if "stagger" in res.figures:
-            parts.append(_figure(res.figures["stagger"], "Jain's index against the start stagger: middleware off "
-                                                         "(dashed) and improved (solid)."))
-        parts.append(_table(st.rename(columns={"start_stagger_s": "stagger s", "jain_off": "Jain off",
-                                               "jain_improved": "Jain improved", "jain_gain": "fairness gain",
-                                               "total_mbps_off": "total off", "total_mbps_improved": "total improved",
-                                               "total_mbps_gain": "throughput gain"})))
+        parts += _figure_and_table(res, "stagger", "Jain's index against the start stagger: middleware off (dashed) "
+                                   "and improved (solid).", st,
+                                   {"start_stagger_s": "stagger s", "jain_off": "Jain off", "jain_improved":
+                                    "Jain improved", "jain_gain": "fairness gain", "total_mbps_off": "total off",
+                                    "total_mbps_improved": "total improved", "total_mbps_gain": "throughput gain"})
     parts += ["<h2>The collapse, explained by ablation</h2>", _collapse_text(res)]
     if "ablation" in res.figures:
         parts.append(_figure(res.figures["ablation"], _CAPTIONS["ablation"]))

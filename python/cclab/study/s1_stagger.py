@@ -12,14 +12,11 @@ the middleware brings as a function of the start schedule.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from .s0_figures import _save  # noqa: E402
+from .s1_figures import per_rate_control
 
 __all__ = ["stagger_gains", "stagger_figure"]
 
@@ -49,23 +46,19 @@ def stagger_figure(gains: pd.DataFrame, stem: Path) -> Path | None:
     panel per rate control, a colour per class and N."""
     if gains is None or gains.empty:
         return None
-    rates = list(dict.fromkeys(gains["rates"]))
-    fig, axes = plt.subplots(1, len(rates), figsize=(5.2 * len(rates), 3.9), dpi=110, squeeze=False)
-    for ax, r in zip(axes[0], rates):
+
+    def draw(ax: Any, r: str) -> None:
         for i, ((terminal, n), g) in enumerate(gains[gains["rates"] == r].groupby(["terminal", "n_terminals"])):
             g = g.sort_values("start_stagger_s")
             ax.plot(g["start_stagger_s"], g["jain_off"], ls="--", marker="o", ms=4, color=f"C{i}")
             ax.plot(g["start_stagger_s"], g["jain_improved"], ls="-", marker="s", ms=4, color=f"C{i}",
                     label=f"{terminal}s, N = {n}")
-        ax.set_title("54 Mbit/s fixed" if r == "none" else f"{r.upper()} rate control", fontsize=9)
-        ax.set_xlabel("start stagger: terminal k starts at k times this (s)")
         ax.set_ylim(top=1.01)
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("Jain's fairness index")
-    axes[0][0].legend(fontsize=7)
-    fig.suptitle("S1 fairness ablation: Jain's index, middleware off (dashed) and improved (solid), "
-                 "against the start schedule", fontsize=10)
-    return _save(fig, stem)
+
+    return per_rate_control(list(dict.fromkeys(gains["rates"])), draw,
+                            "start stagger: terminal k starts at k times this (s)", "Jain's fairness index",
+                            "S1 fairness ablation: Jain's index, middleware off (dashed) and improved (solid), "
+                            "against the start schedule", stem)
 
 
 def beside_the_paper(compare: pd.DataFrame, gains: pd.DataFrame) -> pd.DataFrame:
