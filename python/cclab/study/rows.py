@@ -1,0 +1,160 @@
+"""A sweep's rows on disk as they arrive, and its results table built from there, so the
+driver's memory does not grow with the number of runs.
+
+Each row is appended to a file as the pickle of ``(index, row)`` (the same Python values the
+executors hand back, so no value changes type on the way) and written out at once: a driver
+that is killed has lost no row it received. The file lives in the sweep's cache directory as
+``.sweep-rows-<pid>-<random>.pickle`` (an anonymous temporary file when there is no cache
+directory) and is removed when the sweep returns; one left by a killed driver is removed by the
+next sweep over the same cache (its owner's lock is gone). The run cache, not this file, is what
+a resumed sweep reads back.
+
+:meth:`RowLog.table` reads the file back ``batch_rows`` rows at a time, makes a DataFrame of each
+batch and joins them column by column, so the table equals ``pd.DataFrame(rows_in_index_order)``
+(same columns in the same order, same dtypes and values) without ever holding every row as a
+dict.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pickle
+import secrets
+import tempfile
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["RowLog", "remove_stale", "PREFIX"]
+
+#: Name prefix of a row file in a cache directory.
+PREFIX = ".sweep-rows-"
+
+
+def remove_stale(directory: Path) -> list[Path]:
+    """Remove the row files in ``directory`` whose sweep has ended without removing them (a
+    killed driver): those nobody holds the lock of. Returns what was removed."""
+    gone = []
+    for p in directory.glob(f"{PREFIX}*.pickle"):
+        try:
+            with open(p, "rb") as f:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                p.unlink()
+                gone.append(p)
+        except (BlockingIOError, FileNotFoundError):
+            continue  # a live sweep's, or removed meanwhile
+    return gone
+
+
+class RowLog:
+    """Rows ``(index, row)`` appended to a file; :meth:`table` builds the results table.
+
+    Use as a context manager: the file is removed on leaving, however the block ends."""
+
+    def __init__(self, directory: str | Path | None = None, batch_rows: int = 500) -> None:
+        if batch_rows < 1:
+            raise ValueError(f"batch_rows: {batch_rows} is not accepted; give 1 or more")
+        self.batch_rows = batch_rows
+        self.path: Path | None = None
+        self._file: IO[bytes]
+        if directory is None:
+            self._file = tempfile.TemporaryFile(prefix="cclab-sweep-rows-")
+        else:
+            d = Path(directory)
+            d.mkdir(parents=True, exist_ok=True)
+            remove_stale(d)
+            self.path = d / f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}.pickle"
+            self._file = open(self.path, "w+b")
+            fcntl.flock(self._file, fcntl.LOCK_EX)
+        self.count = 0
+        #: Column -> (index of the first row that has it, its position in that row): the order
+        #: ``pd.DataFrame(rows)`` gives its columns.
+        self._first: dict[str, tuple[int, int]] = {}
+
+    def add(self, index: int, row: dict[str, Any]) -> None:
+        """Append a row (written to the file before returning)."""
+        self._file.write(pickle.dumps((index, row), protocol=pickle.HIGHEST_PROTOCOL))
+        self._file.flush()
+        self.count += 1
+        for pos, col in enumerate(row):
+            if col not in self._first or (index, pos) < self._first[col]:
+                self._first[col] = (index, pos)
+
+    def _batches(self) -> Iterator[tuple[np.ndarray, dict[str, Any]]]:
+        """The rows read back ``batch_rows`` at a time: their indices, and their columns as
+        ``pd.DataFrame(rows)`` infers them (numpy or pandas arrays, not views of the frame)."""
+        self._file.flush()
+        self._file.seek(0)
+        done = False
+        while not done:
+            idx, rows = [], []
+            while len(rows) < self.batch_rows:
+                try:
+                    i, row = pickle.load(self._file)
+                except EOFError:
+                    done = True
+                    break
+                idx.append(i)
+                rows.append(row)
+            if rows:
+                frame = pd.DataFrame(rows)
+                del rows
+                yield np.asarray(idx, dtype=np.int64), {c: _detached(frame[c]) for c in frame.columns}
+        self._file.seek(0, os.SEEK_END)
+
+    def table(self, n_rows: int) -> pd.DataFrame:
+        """The rows of indices ``0 .. n_rows - 1`` as one DataFrame in index order, equal to
+        ``pd.DataFrame`` of the row dicts in that order. Raises RuntimeError when a row is missing
+        or doubled. Holds the table once, one batch's rows and one column more."""
+        if n_rows == 0 and self.count == 0:
+            return pd.DataFrame([])
+        batches = list(self._batches())
+        order = np.concatenate([i for i, _ in batches]) if batches else np.zeros(0, np.int64)
+        if len(order) != n_rows or not np.array_equal(np.sort(order), np.arange(n_rows)):
+            raise RuntimeError(f"the sweep's rows are not one per run: {len(order)} rows for {n_rows} runs")
+        cols = {}
+        for c in sorted(self._first, key=self._first.__getitem__):
+            cols[c] = _column([(i, b.pop(c, None)) for i, b in batches], order)
+        return pd.DataFrame(cols, copy=False)
+
+    def close(self) -> None:
+        self._file.close()
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
+
+    def __enter__(self) -> RowLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _detached(col: pd.Series) -> Any:
+    """A frame's column as an array of its own (a numpy column is a view of the frame's block)."""
+    return col.to_numpy(copy=True) if isinstance(col.dtype, np.dtype) else col.array
+
+
+def _column(parts: list[tuple[np.ndarray, Any]], order: np.ndarray) -> Any:
+    """One column in index order from its part in each batch (None: the batch lacks it, so
+    missing values there). Numpy parts of one dtype are placed as they are, pandas arrays of one
+    dtype joined; otherwise the values are placed as objects and the dtype inferred over the whole
+    column, as ``pd.DataFrame(rows)`` does."""
+    n = len(order)
+    dtypes = {a.dtype for _, a in parts if a is not None}
+    if len(dtypes) == 1 and all(a is not None for _, a in parts):
+        (dtype,) = dtypes
+        if isinstance(dtype, np.dtype):
+            out = np.empty(n, dtype=dtype)
+            for idx, a in parts:
+                out[idx] = a
+            return out
+        joined = type(parts[0][1])._concat_same_type([a for _, a in parts])
+        return joined.take(np.argsort(order, kind="stable"))
+    obj = np.full(n, np.nan, dtype=object)
+    for idx, a in parts:
+        if a is not None:
+            obj[idx] = np.asarray(a, dtype=object)
+    return pd.Series(obj, dtype=object).infer_objects().array
