@@ -90,3 +90,11 @@ def test_a_killed_drivers_file_is_removed_by_the_next_sweep_and_a_live_ones_kept
         assert live.exists()
     with RowLog(tmp_path):
         assert not stale.exists()
+
+
+def test_a_cache_that_cannot_be_written_falls_back_to_an_anonymous_file(tmp_path):
+    (tmp_path / "file").write_text("")
+    with RowLog(tmp_path / "file" / "cache") as log:  # no directory can be made there, even by root
+        assert log.path is None
+        log.add(0, {"a": 1})
+        assert log.table(1)["a"].tolist() == [1]

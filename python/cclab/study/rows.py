@@ -5,7 +5,7 @@ Each row is appended to a file as the pickle of ``(index, row)`` (the same Pytho
 executors hand back, so no value changes type on the way) and written out at once: a driver
 that is killed has lost no row it received. The file lives in the sweep's cache directory as
 ``.sweep-rows-<pid>-<random>.pickle`` (an anonymous temporary file when there is no cache
-directory) and is removed when the sweep returns; one left by a killed driver is removed by the
+directory, or one it cannot write to) and is removed when the sweep returns; one left by a killed driver is removed by the
 next sweep over the same cache (its owner's lock is gone). The run cache, not this file, is what
 a resumed sweep reads back.
 
@@ -60,19 +60,26 @@ class RowLog:
         self.batch_rows = batch_rows
         self.path: Path | None = None
         self._file: IO[bytes]
+        if directory is not None:
+            try:
+                self._file = self._named(Path(directory))
+            except OSError:  # a cache one cannot write to (all runs read back): no name needed
+                directory = None
         if directory is None:
             self._file = tempfile.TemporaryFile(prefix="cclab-sweep-rows-")
-        else:
-            d = Path(directory)
-            d.mkdir(parents=True, exist_ok=True)
-            remove_stale(d)
-            self.path = d / f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}.pickle"
-            self._file = open(self.path, "w+b")
-            fcntl.flock(self._file, fcntl.LOCK_EX)
         self.count = 0
         #: Column -> (index of the first row that has it, its position in that row): the order
         #: ``pd.DataFrame(rows)`` gives its columns.
         self._first: dict[str, tuple[int, int]] = {}
+
+    def _named(self, d: Path) -> IO[bytes]:
+        d.mkdir(parents=True, exist_ok=True)
+        remove_stale(d)
+        path = d / f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}.pickle"
+        f = open(path, "w+b")  # noqa: SIM115 - closed by close()
+        fcntl.flock(f, fcntl.LOCK_EX)
+        self.path = path
+        return f
 
     def add(self, index: int, row: dict[str, Any]) -> None:
         """Append a row (written to the file before returning)."""

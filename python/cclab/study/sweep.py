@@ -4,7 +4,8 @@ A run is identified by its normalised scenario (every default filled in, seed in
 cclab version; its result is cached on disk under the hash of those (``cache_dir/<key>/``), so a
 rerun computes only what changed, and an interrupted sweep keeps every run that finished. A run
 that fails (a field the core rejects, a simulator error, a dead worker) comes back as a row with
-``ok = False`` and its error; the others finish.
+``ok = False`` and its error; the others finish. The driver keeps no row per run: rows go to
+disk as they come back and the results table is built from there (:mod:`.rows`).
 """
 
 from __future__ import annotations
