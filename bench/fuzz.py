@@ -248,7 +248,8 @@ def run(a: argparse.Namespace, chosen: list[str], root: Path, log: IO[str] | Non
                   f"    PYTHONPATH=python python3 bench/fuzz.py --rerun {d['kept']}")
         print("  stacks (faulthandler):\n    " + (d["stacks"].strip() or "(none written)").replace("\n", "\n    "))
     if len(dead) > 5:
-        print(f"and {len(dead) - 5} more crashes or hangs" + (f", each kept in {findings_dir}/" if findings_dir else ""))
+        where = f", each kept in {findings_dir}/" if findings_dir else ""
+        print(f"and {len(dead) - 5} more crashes or hangs{where}")
     return 1 if any(k not in fz_good() for k in total) else 0
 
 

@@ -5,14 +5,14 @@ Each row is appended to a file as the pickle of ``(index, row)`` (the same Pytho
 executors hand back, so no value changes type on the way) and written out at once: a driver
 that is killed has lost no row it received. The file lives in the sweep's cache directory as
 ``.sweep-rows-<pid>-<random>.pickle`` (an anonymous temporary file when there is no cache
-directory, or one it cannot write to) and is removed when the sweep returns; one left by a killed driver is removed by the
-next sweep over the same cache (its owner's lock is gone). The run cache, not this file, is what
-a resumed sweep reads back.
+directory, or one it cannot write to) and is removed when the sweep returns; one left by a
+killed driver is removed by the next sweep over the same cache (its owner's lock is gone). The
+run cache, not this file, is what a resumed sweep reads back.
 
 :meth:`RowLog.table` reads the file back ``batch_rows`` rows at a time, makes a DataFrame of each
 batch and joins them column by column, so the table equals ``pd.DataFrame(rows_in_index_order)``
 (same columns in the same order, same dtypes and values) without ever holding every row as a
-dict.
+dict, nor the table more than about once.
 """
 
 from __future__ import annotations
@@ -90,9 +90,9 @@ class RowLog:
             if col not in self._first or (index, pos) < self._first[col]:
                 self._first[col] = (index, pos)
 
-    def _batches(self) -> Iterator[tuple[np.ndarray, dict[str, Any]]]:
-        """The rows read back ``batch_rows`` at a time: their indices, and their columns as
-        ``pd.DataFrame(rows)`` infers them (numpy or pandas arrays, not views of the frame)."""
+    def _batches(self) -> Iterator[tuple[np.ndarray, pd.DataFrame]]:
+        """The rows read back ``batch_rows`` at a time: their indices, and the frame
+        ``pd.DataFrame(rows)`` makes of them."""
         self._file.flush()
         self._file.seek(0)
         done = False
@@ -107,25 +107,44 @@ class RowLog:
                 idx.append(i)
                 rows.append(row)
             if rows:
-                frame = pd.DataFrame(rows)
-                del rows
-                yield np.asarray(idx, dtype=np.int64), {c: _detached(frame[c]) for c in frame.columns}
+                yield np.asarray(idx, dtype=np.int64), pd.DataFrame(rows)
         self._file.seek(0, os.SEEK_END)
 
     def table(self, n_rows: int) -> pd.DataFrame:
         """The rows of indices ``0 .. n_rows - 1`` as one DataFrame in index order, equal to
         ``pd.DataFrame`` of the row dicts in that order. Raises RuntimeError when a row is missing
-        or doubled. Holds the table once, one batch's rows and one column more."""
+        or doubled.
+
+        Two passes over the file: the first finds each column's dtype in every batch; a column
+        of one numpy dtype (not object) in all of them is filled in place in the second, the
+        others (strings, objects, gaps) are joined at the end (:func:`_column`). So the table is
+        held about once, with one batch of rows."""
         if n_rows == 0 and self.count == 0:
             return pd.DataFrame([])
-        batches = list(self._batches())
-        order = np.concatenate([i for i, _ in batches]) if batches else np.zeros(0, np.int64)
-        if len(order) != n_rows or not np.array_equal(np.sort(order), np.arange(n_rows)):
-            raise RuntimeError(f"the sweep's rows are not one per run: {len(order)} rows for {n_rows} runs")
-        cols = {}
-        for c in sorted(self._first, key=self._first.__getitem__):
-            cols[c] = _column([(i, b.pop(c, None)) for i, b in batches], order)
-        return pd.DataFrame(cols, copy=False)
+        kinds: dict[str, set[Any]] = {c: set() for c in self._first}
+        for _, frame in self._batches():
+            for c, k in kinds.items():
+                k.add(frame[c].dtype if c in frame else None)
+        fixed = {c: next(iter(k)) for c, k in kinds.items() if len(k) == 1 and _plain(next(iter(k)))}
+        out: dict[str, Any] = {c: np.empty(n_rows, dtype=d) for c, d in fixed.items()}
+        rest: dict[str, list[tuple[np.ndarray, Any]]] = {c: [] for c in kinds if c not in fixed}
+        seen = np.zeros(n_rows, dtype=np.int64)
+        order = []
+        for idx, frame in self._batches():
+            if len(idx) and (idx.min() < 0 or idx.max() >= n_rows):
+                raise RuntimeError(f"the sweep's rows are not one per run: an index outside 0..{n_rows - 1}")
+            np.add.at(seen, idx, 1)
+            order.append(idx)
+            for c in fixed:
+                out[c][idx] = frame[c].to_numpy()
+            for c, parts in rest.items():
+                parts.append((idx, _detached(frame[c]) if c in frame else None))
+        if not (seen == 1).all():
+            raise RuntimeError(f"the sweep's rows are not one per run: {int(seen.sum())} rows for {n_rows} runs")
+        where = np.concatenate(order)
+        for c in list(rest):
+            out[c] = _column(rest.pop(c), where)
+        return pd.DataFrame({c: out[c] for c in sorted(self._first, key=self._first.__getitem__)}, copy=False)
 
     def close(self) -> None:
         self._file.close()
@@ -137,6 +156,11 @@ class RowLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _plain(dtype: Any) -> bool:
+    """A numpy dtype other than object: batches of it join into the same dtype."""
+    return isinstance(dtype, np.dtype) and dtype != object
 
 
 def _detached(col: pd.Series) -> Any:
