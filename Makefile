@@ -54,7 +54,9 @@ test-python:
 # Fuzzing at scale (issue 18): 10^5 fuzzed scenarios (dicts, TOML files) and traces (CSV, ss,
 # pcap) through load_scenario/simulate and the inference importers, counting tracebacks, panics,
 # hangs and errors that name no field (the tests run 10^3 of the same, deterministically).
-# FUZZ_ARGS="--cases 10000" for a shorter run; --log FILE keeps every finding.
+# FUZZ_ARGS="--cases 10000" for a shorter run; --log FILE keeps every finding. A crashed or hung
+# worker's case and stacks go to out/fuzz-findings/ (rerun: bench/fuzz.py --rerun DIR); nothing
+# else is left behind.
 FUZZ_ARGS ?= --cases 100000
 fuzz: setup-test
 	$(PY) bench/fuzz.py $(FUZZ_ARGS)

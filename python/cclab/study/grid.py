@@ -24,7 +24,7 @@ def derive_seed(base: int, rep: int) -> int:
     return int.from_bytes(h[:7], "big")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunSpec:
     """One run of a sweep.
 

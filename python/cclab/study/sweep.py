@@ -4,7 +4,8 @@ A run is identified by its normalised scenario (every default filled in, seed in
 cclab version; its result is cached on disk under the hash of those (``cache_dir/<key>/``), so a
 rerun computes only what changed, and an interrupted sweep keeps every run that finished. A run
 that fails (a field the core rejects, a simulator error, a dead worker) comes back as a row with
-``ok = False`` and its error; the others finish.
+``ok = False`` and its error; the others finish. The driver keeps no row per run: rows go to
+disk as they come back and the results table is built from there (:mod:`.rows`).
 """
 
 from __future__ import annotations
@@ -14,14 +15,17 @@ import importlib
 import json
 import os
 import time
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import pandas as pd
 
-from .executors import EXECUTORS, run_local, run_ray
+from .executors import EXECUTORS, each_local, each_ray
 from .grid import RunSpec
+from .rows import RowLog
 
 __all__ = ["run_sweep", "run_one", "run_portable", "cached_row", "store", "SweepResult", "path_mac", "station_metrics"]
 
@@ -297,7 +301,7 @@ def run_sweep(
     ``progress(done, total)`` is called after each run."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor: {executor!r} is not one of {', '.join(EXECUTORS)}")
-    kernel = [i for i, s in enumerate(specs) if s.backend == "kernel"]
+    kernel = array("q", (i for i, s in enumerate(specs) if s.backend == "kernel"))
     if kernel and executor != "local":
         raise ValueError("kernel runs go one at a time on this machine: use the local executor")
     cd = str(cache_dir) if cache_dir is not None else None
@@ -310,30 +314,47 @@ def run_sweep(
 
     t0 = time.perf_counter()
     fn = functools.partial(runner, cache_dir=cd)
-    if executor == "ray":
-        # No file system is assumed shared with the cluster's nodes: the driver reads its cache,
-        # sends only the runs it lacks, and stores what they send back (run_portable).
-        got: dict[int, dict[str, Any]] = {}
-        for i, s in enumerate(specs):
-            hit = cached_row(s, cd)
-            if hit is not None:
-                got[i] = hit
-                tick()
-        todo = [i for i in range(len(specs)) if i not in got]
-        back = run_ray(functools.partial(run_portable, runner=runner), [specs[i] for i in todo], tick,
-                       lambda s, e: (_failed(s, e), {}))
-        for i, (row, files) in zip(todo, back):
-            got[i] = store(cd, row, files)
-        rows = [got[i] for i in range(len(specs))]
-    elif kernel:
-        # Real-time runs on this machine's kernel share its CPU and global knobs: one at a time,
-        # after the simulator's runs (in parallel); rows keep the specs' order.
-        sim = [i for i in range(len(specs)) if specs[i].backend != "kernel"]
-        got = dict(zip(sim, run_local(fn, [specs[i] for i in sim], jobs, tick, _failed)))
-        got |= dict(zip(kernel, run_local(fn, [specs[i] for i in kernel], 1, tick, _failed)))
-        rows = [got[i] for i in range(len(specs))]
-    else:
-        rows = run_local(fn, specs, jobs, tick, _failed)
-    runs = pd.DataFrame(rows)
+    # Each row goes to disk as it arrives; the table is built from there (rows.py): the driver
+    # holds no row per run, only the runs in flight.
+    with RowLog(cd) as log:
+
+        def sink(i: int, row: dict[str, Any]) -> None:
+            log.add(i, row)
+            tick()
+
+        if executor == "ray":
+            # No file system is assumed shared with the cluster's nodes: the driver reads its
+            # cache, sends only the runs it lacks, and stores what they send back (run_portable).
+            todo = array("q")
+            for i, s in enumerate(specs):
+                hit = cached_row(s, cd)
+                if hit is not None:
+                    sink(i, hit)
+                else:
+                    todo.append(i)
+            each_ray(functools.partial(run_portable, runner=runner), _Subset(specs, todo),
+                     lambda j, back: sink(todo[j], store(cd, *back)), lambda s, e: (_failed(s, e), {}))
+        elif kernel:
+            # Real-time runs on this machine's kernel share its CPU and global knobs: one at a
+            # time, after the simulator's runs (in parallel); rows keep the specs' order.
+            sim = array("q", (i for i in range(len(specs)) if specs[i].backend != "kernel"))
+            each_local(fn, _Subset(specs, sim), jobs, lambda j, row: sink(sim[j], row), _failed)
+            each_local(fn, _Subset(specs, kernel), 1, lambda j, row: sink(kernel[j], row), _failed)
+        else:
+            each_local(fn, specs, jobs, sink, _failed)
+        runs = log.table(len(specs))
     fails = runs[~runs["ok"].astype(bool)] if "ok" in runs else runs.iloc[0:0]
     return SweepResult(runs, Path(cd) if cd else None, time.perf_counter() - t0, fails)
+
+
+class _Subset(Sequence[RunSpec]):
+    """``specs[idx[j]]`` for j in range(len(idx)), without a list of them."""
+
+    def __init__(self, specs: Sequence[RunSpec], idx: Sequence[int]) -> None:
+        self.specs, self.idx = specs, idx
+
+    def __len__(self) -> int:
+        return len(self.idx)
+
+    def __getitem__(self, j):  # type: ignore[override]
+        return self.specs[self.idx[j]]
