@@ -148,6 +148,14 @@ def episodes(drop_t: np.ndarray, rtt_s: float) -> np.ndarray:
     return np.array(sizes, dtype=int)
 
 
+def reductions(flows: pd.DataFrame) -> str:
+    """Each change of ssthresh (a window reduction): time, and the new ssthresh."""
+    ss = pd.to_numeric(flows["ssthresh_pkts"], errors="coerce")
+    ss = ss.where((ss > 0) & (ss < 1e6))
+    ch = flows[ss.notna() & (ss != ss.shift())]
+    return ", ".join(f"{t:.2f}s->{int(v)}" for t, v in zip(ch["t_s"], pd.to_numeric(ch["ssthresh_pkts"])))
+
+
 def _describe(label: str, goodput: float, retrans: float, burst: np.ndarray | None, eps: np.ndarray,
               drop_runs: np.ndarray | None) -> None:
     print(f"{label}: goodput {goodput:.2f} Mbit/s, retrans {retrans:.0f}, loss episodes {len(eps)}, "
@@ -177,8 +185,9 @@ def main() -> None:
     if a.kernel_dir:
         summ = json.loads((a.kernel_dir / "kernel.json").read_text())
         pk = pd.read_parquet(a.kernel_dir / "sniff.parquet")
+        kflows = pd.read_parquet(a.kernel_dir / "kernel_flows.parquet")
     else:
-        summ, pk, _ = kernel_run(case, a.seed, out)
+        summ, pk, kflows = kernel_run(case, a.seed, out)
     rtt_s = case.scenario["bottleneck"]["delay_ms"] * 2 / 1e3
     f = summ["flows"][0]
     if len(pk):
@@ -188,6 +197,7 @@ def main() -> None:
         runs = kp.groupby(burst_id)["dropped"].sum().to_numpy()
         _describe("kernel", f["goodput_bps"] / 1e6, f["retrans_pkts"], b,
                   episodes(kp.loc[kp["dropped"], "t_s"].to_numpy(), rtt_s), runs[runs > 0].astype(int))
+        print(f"  mean cwnd {pd.to_numeric(kflows['cwnd_pkts']).mean():.1f}; reductions (ssthresh): {reductions(kflows)}")
     else:
         print(f"kernel: goodput {f['goodput_bps'] / 1e6:.2f} Mbit/s, retrans {f['retrans_pkts']} (no capture)")
     from cclab.scenario import load_scenario
@@ -207,6 +217,7 @@ def main() -> None:
         runs = np.unique(drops, return_counts=True)[1] if len(drops) else np.array([], dtype=int)
         _describe(f"simulator {v or '(default)'}", fs["goodput_bps"] / 1e6, fs["retrans_pkts"], None,
                   episodes(drops, rtt_s), runs)
+        print(f"  mean cwnd {s.flows['cwnd_pkts'].mean():.1f}; reductions (ssthresh): {reductions(s.flows)}")
 
 
 if __name__ == "__main__":
