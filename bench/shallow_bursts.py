@@ -177,8 +177,8 @@ def main() -> None:
     ap.add_argument("-o", "--out", type=Path, default=Path("out/bursts"))
     ap.add_argument("--kernel-dir", type=Path, help="reuse a saved kernel run instead of running one")
     ap.add_argument("--gap-us", type=float, default=100.0, help="segments closer than this form one burst")
-    ap.add_argument("--set", dest="variants", action="append", default=[], metavar="FLOW_FIELD=VALUE[,..]",
-                    help="a simulator variant: fields of the flow (repeatable; each is one more run)")
+    ap.add_argument("--set", dest="variants", action="append", default=[], metavar="FIELD=VALUE[,..]",
+                    help="a simulator variant: fields of the flow, or host.FIELD (repeatable; one more run each)")
     a = ap.parse_args()
     case = next(c for c in fidelity.grid() if c.name == a.case)
     out = a.out / f"{a.case}-seed{a.seed}"
@@ -208,7 +208,11 @@ def main() -> None:
         dv = {**d, "flows": [dict(x) for x in d["flows"]]}
         for kv in filter(None, v.split(",")):
             key, val = kv.split("=", 1)
-            dv["flows"][0][key] = json.loads(val) if val[:1].isdigit() or val in ("true", "false") else val
+            value = json.loads(val) if val[:1].isdigit() or val in ("true", "false") else val
+            if key.startswith("host."):
+                dv["host"] = {**dv.get("host", {}), key[5:]: value}
+            else:
+                dv["flows"][0][key] = value
         s = simulate(load_scenario(dv))
         fs = s.summary["flows"][0]
         ev = s.events
