@@ -197,7 +197,7 @@ def main() -> None:
     case = next(c for c in fidelity.grid() if c.name == a.case)
     if a.kernel_sysctl:
         sysctls = dict(kv.split("=", 1) for kv in a.kernel_sysctl)
-        case = fidelity.Case(case.name, {**case.scenario, "kernel": {"sysctls": {k: int(v) for k, v in sysctls.items()}}},
+        case = fidelity.Case(case.name, {**case.scenario, "kernel": {"sysctls": {k: int(v) if v.isdigit() else v for k, v in sysctls.items()}}},
                              case.kind)
     out = a.out / f"{a.case}-seed{a.seed}"
     if a.kernel_dir:
