@@ -385,6 +385,9 @@ class HostStack(_Model):
     device_rate_bps: int | None = Field(default=None, gt=0, le=int(MAX_RATE_BPS))
     #: txqueuelen: packets waiting besides the one the NIC sends (default 1000).
     device_queue_pkts: int | None = Field(default=None, ge=1)
+    #: Linux's skb building for unpaced sockets (tcp_tso_autosize) and tcp_tso_should_defer;
+    #: default off (one segment per skb without a device, never deferred).
+    tso_defer: bool | None = None
 
     @field_validator("device_rate_bps", "tsq_limit_bytes", mode="after")
     @classmethod

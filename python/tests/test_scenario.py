@@ -160,3 +160,16 @@ def test_a_scenario_error_survives_pickling():
     e = ScenarioError([("flows[0].cc", "'x' is not accepted"), ("duration_s", "must be > 0")], "my.toml")
     back = pickle.loads(pickle.dumps(e))
     assert isinstance(back, ScenarioError) and back.problems == e.problems and str(back) == str(e)
+
+
+@needs_core
+def test_tso_defer_is_a_host_switch():
+    """``[host] tso_defer`` (tcp_tso_should_defer) is a boolean; anything else names the field.
+    On, a lossless bulk flow runs and sends what it sent without it (deferral only moves when
+    segments leave)."""
+    from cclab.sim import simulate
+
+    assert "host.tso_defer" in problems({**base(), "host": {"tso_defer": "sometimes"}})
+    runs = [simulate(load_scenario({**base(), "duration_s": 3, "host": {"tso_defer": on}})) for on in (False, True)]
+    sent = [r.summary["flows"][0]["goodput_bps"] for r in runs]
+    assert sent[1] == pytest.approx(sent[0], rel=0.05)

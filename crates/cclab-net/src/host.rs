@@ -95,6 +95,11 @@ pub struct HostSpec {
     /// sending (default 1000).
     #[serde(default)]
     pub device_queue_pkts: Option<u32>,
+    /// Build skbs for unpaced sockets as Linux 6.18 does (`tcp_tso_autosize`) and hold a send
+    /// back to make a larger one (`tcp_tso_should_defer`); default off: one segment per skb
+    /// for an unpaced socket on a host without a device, never deferred.
+    #[serde(default)]
+    pub tso_defer: Option<bool>,
 }
 
 /// The interface queue and NIC of one host interface.
@@ -117,6 +122,8 @@ pub struct HostStack {
     pub pacing_shift: u32,
     /// The interface queue, if modelled.
     pub device: Option<DeviceSpec>,
+    /// `tcp_tso_should_defer` (and `tcp_tso_autosize` for unpaced sockets without a device).
+    pub tso_defer: bool,
 }
 
 impl Default for HostStack {
@@ -191,6 +198,7 @@ impl HostSpec {
                 rate_bps,
                 queue_pkts: queue,
             }),
+            tso_defer: self.tso_defer.or(defaults.tso_defer).unwrap_or(false),
         }
     }
 }

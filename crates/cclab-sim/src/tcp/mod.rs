@@ -24,7 +24,10 @@ mod tests_sack;
 #[cfg(test)]
 mod tests_support;
 #[cfg(test)]
+mod tests_tso;
+#[cfg(test)]
 mod tests_window;
 mod tlp;
+mod tso;
 pub mod tsq;
 mod undo;

@@ -28,9 +28,6 @@ use crate::tcp::segment::{AckSeg, DataSeg};
 use crate::tcp::skb::{RtxQueue, Skb, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS};
 use crate::tcp::sock::TcpSock;
 
-/// `sk_gso_max_size` of the devices we stand in for (`GSO_LEGACY_MAX_SIZE`, TUN and veth).
-const GSO_MAX_SIZE_BYTES: u64 = 65536;
-
 /// `FLAG_*` bits of `tcp_ack` (net/ipv4/tcp_input.c).
 pub mod flag {
     pub const DATA: u32 = 0x01;
@@ -489,30 +486,6 @@ impl Sender {
         tp.pacing_rate_bytes_per_s = rate.min(tp.max_pacing_rate_bytes_per_s);
     }
 
-    /// `tcp_tso_segs`: segments per skb when pacing (the algorithm's `tso_segs`, else
-    /// `tcp_tso_autosize` with `tcp_min_tso_segs` 2, `tcp_tso_rtt_log` 9 and a 64 KiB
-    /// `sk_gso_max_size`, as on a TUN or veth device). Unpaced flows use one segment per skb
-    /// (we do not model TSO for them).
-    fn tso_segs(&self) -> u32 {
-        // With a device, skbs matter below TCP (TSQ counts their truesize): Linux builds GSO
-        // skbs for every socket (sk_setup_caps always sets NETIF_F_GSO for TCP), so size them
-        // as tcp_tso_autosize does. Without one, their size changes nothing we model.
-        if !self.tp.pacing_needed && !self.below.has_device() {
-            return 1;
-        }
-        let mss = self.tp.mss_cache;
-        if let Some(segs) = self.cc.tso_segs(&self.tp, mss) {
-            return segs.max(1);
-        }
-        let mut bytes = self.below_pacing_rate_bytes_per_s() >> self.tp.pacing_shift;
-        let r = (self.tp.min_rtt_us >> 9) as u64;
-        if r < 32 {
-            bytes += GSO_MAX_SIZE_BYTES >> r;
-        }
-        bytes = bytes.min(GSO_MAX_SIZE_BYTES);
-        ((bytes / mss as u64) as u32).max(2)
-    }
-
     /// Send a segment (new or retransmission) and stamp it (`tcp_transmit_skb` +
     /// `tcp_rate_skb_sent`); a retransmission is its own skb and advances the pacing clock.
     fn transmit(&mut self, idx: usize, retrans: bool, out: &mut Vec<DataSeg>) {
@@ -624,6 +597,14 @@ impl Sender {
             let len = mss.min(self.cfg.size_bytes - self.tp.snd_nxt);
             if self.tp.snd_nxt + len > self.tp.snd_una.saturating_add(self.snd_wnd) {
                 break; // tcp_snd_wnd_test: receiver-window limited
+            }
+            if skb.is_none() && !probe {
+                // tcp_write_xmit: an skb of more than one segment may wait for a larger one.
+                let (defer, cwnd_limited) = self.tso_should_defer(self.tso_segs());
+                if defer {
+                    is_cwnd_limited |= cwnd_limited;
+                    break;
+                }
             }
             if skb.is_none() && self.small_queue_check(len * u64::from(self.tso_segs()), 0) {
                 break;

@@ -21,6 +21,8 @@ pub(super) struct Setup {
     pub hz: u32,
     pub ecn: EcnMode,
     pub ack_counting: AckCounting,
+    /// The host's `tso_defer` (`tcp_tso_should_defer`).
+    pub tso_defer: bool,
 }
 
 impl Default for Setup {
@@ -33,6 +35,7 @@ impl Default for Setup {
             hz: 1000,
             ecn: EcnMode::Off,
             ack_counting: AckCounting::Segments,
+            tso_defer: false,
         }
     }
 }
@@ -61,7 +64,10 @@ impl Setup {
                 size_bytes: self.size_segs.saturating_mul(MSS as u64),
                 clock: crate::tcp::clock::KernelClock::exact(self.hz),
                 ecn: self.ecn,
-                stack: Default::default(),
+                stack: cclab_net::host::HostStack {
+                    tso_defer: self.tso_defer,
+                    ..Default::default()
+                },
                 ack_counting: self.ack_counting,
             },
             cc,
