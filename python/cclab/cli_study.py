@@ -186,7 +186,7 @@ Examples:
 @click.option("--quick", is_flag=True, help="One run per point, 10 s runs.")
 @click.option("--backend", type=click.Choice(["sim", "kernel"]), default="sim", show_default=True,
               help="kernel: also run what upstream Linux runs exactly (uncoupled CUBIC under Linux's TSQ) on this "
-                   "machine's kernel beside the simulator, paired repetitions (5 of 30 s; 3 of 10 s with --quick; "
+                   "machine's kernel beside the simulator, paired repetitions (5 of 30 s; of 10 s with --quick; "
                    "root; real time, one run at a time).")
 @_parallel_options
 def s2(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: str, backend: str) -> None:

@@ -97,7 +97,7 @@ class S2Config:
     @classmethod
     def make(cls, quick: bool = False, reps: int | None = None, **kw: Any) -> "S2Config":
         if quick:
-            kw = {"duration_s": 10.0, "kernel_reps": 3, "kernel_duration_s": 10.0, **kw}
+            kw = {"duration_s": 10.0, "kernel_duration_s": 10.0, **kw}
             return cls(reps=reps or 1, quick=True, **kw)
         return cls(reps=reps or 5, **kw)
 
