@@ -179,7 +179,7 @@ def kernel_table(runs: pd.DataFrame) -> pd.DataFrame:
     sel = runs[runs["part"] == "kernel"] if "part" in runs and len(runs) else pd.DataFrame()
     if sel.empty:
         return pd.DataFrame()
-    apps = sorted(c for c in sel.columns if c.startswith("app") and c.endswith("_steady_mbps"))
+    apps = sorted(c for c in sel.columns if c.startswith("app") and c.endswith("_steady_mbps") and sel[c].notna().any())
     rows = []
     for loss, g in sel.groupby("loss", sort=True):
         means = {}
