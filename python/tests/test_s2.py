@@ -37,7 +37,7 @@ def test_shipped_s2_scenarios_are_the_builder_s(name: str) -> None:
 def test_a_fixed_limit_makes_the_three_applications_equal() -> None:
     cubic = _apps_mbps(s2_scenario(3, tsq="fixed", cc="cubic", duration_s=20))
     assert cubic.max() <= 1.05 * cubic.min(), cubic
-    # With LIA 7 % remain (49.7 / 46.4 / 46.9 Mbit/s): every subflow is held by the limit, but
+    # With LIA 7 % remain (49.6 / 46.4 / 46.9 Mbit/s): every subflow is held by the limit, but
     # each may go one skb over it and the first application's skbs are larger.
     lia = _apps_mbps(s2_scenario(3, tsq="fixed", duration_s=20))
     assert lia.max() <= 1.08 * lia.min(), lia
