@@ -179,6 +179,7 @@ def s1(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: 
 Examples:
   cclab study s2 -o out/s2                 # the full S2 study (5 runs per point, 30 s each)
   cclab study s2 --quick -o out/s2-quick   # one run per point, 10 s each
+  sudo cclab study s2 --backend kernel --quick -o out/s2-kernel   # with the kernel beside the simulator
   cclab run s2-three-apps --set host.tsq=fixed   # one run of the paper's setup
 """
 )
@@ -186,16 +187,30 @@ Examples:
               help="Output directory (tables/, figures/, report.html, cache/).")
 @click.option("--reps", type=click.IntRange(min=1), default=None, help="Runs per grid point (default 5; 1 with --quick).")
 @click.option("--quick", is_flag=True, help="One run per point, 10 s runs.")
+@click.option("--backend", type=click.Choice(["sim", "kernel"]), default="sim", show_default=True,
+              help="kernel: also run what upstream Linux runs exactly (uncoupled CUBIC under Linux's TSQ) on this "
+                   "machine's kernel beside the simulator, paired repetitions (5 of 30 s; of 10 s with --quick; "
+                   "root; real time, one run at a time).")
 @_parallel_options
-def s2(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: str) -> None:
+def s2(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: str, backend: str) -> None:
     """S2: three Multipath TCP applications sharing the sender's interfaces. Per-application
     throughput per TSQ rule at loss 0 and 1e-5 (Figs. 2, 4), cwnd of every subflow (Fig. 3),
     LIA / OLIA / BALIA / uncoupled, and cclab's adaptive TSQ limit on three setups."""
     from .study.s2 import S2Config, run_s2
 
-    cfg = S2Config.make(quick=quick, reps=reps, jobs=jobs, executor=executor)
+    if backend == "kernel":
+        _require_root()
+    cfg = S2Config.make(quick=quick, reps=reps, jobs=jobs, executor=executor, backend=backend)
     res = _run_with_progress("s2", run_s2, out_dir, cfg)
-    _print_outcome("S2", res, ("part", "setup", "cc", "tsq", "loss", "rep"))
+    if len(res.kernel):
+        t = Table(title="S2: throughput once all run (Mbit/s), uncoupled CUBIC, Linux's TSQ")
+        cols = ["loss", "backend", "runs", "app1_mean", "app2_mean", "app3_mean", "steady_total_mean", "jain_mean"]
+        for col in cols:
+            t.add_column(col)
+        for _, r in res.kernel.iterrows():
+            t.add_row(*[str(r[c]) if isinstance(r[c], str) else "n/a" if r[c] != r[c] else f"{r[c]:.3g}" for c in cols])
+        out.print(t)
+    _print_outcome("S2", res, ("part", "setup", "cc", "tsq", "loss", "backend", "rep"))
 
 
 @study.command(

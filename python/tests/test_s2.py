@@ -6,6 +6,7 @@ import tomllib
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import cclab
@@ -36,7 +37,7 @@ def test_shipped_s2_scenarios_are_the_builder_s(name: str) -> None:
 def test_a_fixed_limit_makes_the_three_applications_equal() -> None:
     cubic = _apps_mbps(s2_scenario(3, tsq="fixed", cc="cubic", duration_s=20))
     assert cubic.max() <= 1.05 * cubic.min(), cubic
-    # With LIA 7 % remain (49.7 / 46.4 / 46.9 Mbit/s): every subflow is held by the limit, but
+    # With LIA 7 % remain (49.6 / 46.4 / 46.9 Mbit/s): every subflow is held by the limit, but
     # each may go one skb over it and the first application's skbs are larger.
     lia = _apps_mbps(s2_scenario(3, tsq="fixed", duration_s=20))
     assert lia.max() <= 1.08 * lia.min(), lia
@@ -67,3 +68,45 @@ def test_quick_study_writes_every_figure_and_table(tmp_path: Path) -> None:
     # Every subflow of every application has a cwnd reading in Fig. 3's window.
     assert len(res.cwnd[res.cwnd["tsq"] == "paper"]) == 9
     assert "S2" in (tmp_path / "report.html").read_text()
+
+
+def test_the_kernel_part_pairs_uncoupled_cubic_under_linux_tsq_on_both_backends() -> None:
+    """``backend = "kernel"`` adds what the kernel runs exactly, each repetition on both backends
+    with the same seed; the simulator backend adds nothing."""
+    from cclab.study.s2 import S2Config, plan
+
+    base = plan(S2Config.make(quick=True))
+    cfg = S2Config.make(quick=True, backend="kernel")
+    specs = plan(cfg)
+    extra = specs[len(base):]
+    assert [s.key() for s in specs[:len(base)]] == [s.key() for s in base]
+    assert len(extra) == 2 * cfg.kernel_reps * len(cfg.kernel_losses) and cfg.kernel_reps >= 5
+    for s in extra:
+        lab = dict(s.labels)
+        assert (lab["part"], lab["cc"], lab["tsq"], s.backend) == ("kernel", "cubic", "linux", lab["backend"])
+        assert [f["cc"] for f in s.source["flows"]] == ["cubic"] * 3
+    seeds = {}
+    for s in extra:
+        seeds.setdefault(dict(s.labels)["rep"], set()).add((s.seed, dict(s.labels)["backend"]))
+    assert all(len({x for x, _ in v}) == 1 and {b for _, b in v} == {"sim", "kernel"} for v in seeds.values())
+
+
+def test_kernel_table_means_spread_and_ratio() -> None:
+    from cclab.study.s2 import kernel_table
+
+    rows = []
+    for backend, app1 in (("sim", [40.0, 40.0]), ("kernel", [50.0, 90.0])):
+        for rep, a in enumerate(app1):
+            rows.append({"part": "kernel", "loss": 0.0, "backend": backend, "rep": rep, "app1_steady_mbps": a,
+                         "app2_steady_mbps": 100.0 - a, "steady_total_mbps": 100.0, "jain": 0.9})
+    rows.append({"part": "tsq", "loss": 0.0, "app1_steady_mbps": 1.0, "app2_steady_mbps": 1.0,
+                 "steady_total_mbps": 2.0, "jain": 1.0})
+    for r in rows:
+        r["app3_steady_mbps"] = np.nan  # a column other setups have: left out
+    t = kernel_table(pd.DataFrame(rows)).set_index("backend")
+    assert "app3_mean" not in t
+    assert t.loc["sim", "runs"] == 2 and t.loc["kernel", "runs"] == 2
+    assert t.loc["kernel", "app1_mean"] == 70.0 and t.loc["kernel", "app1_min"] == 50.0
+    assert t.loc["kernel", "app1_max"] == 90.0 and t.loc["sim", "app1_sd"] == 0.0
+    assert t.loc["kernel / sim", "app1_mean"] == pytest.approx(70 / 40)
+    assert t.loc["kernel / sim", "steady_total_mean"] == 1.0

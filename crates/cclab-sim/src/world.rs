@@ -354,7 +354,7 @@ impl World {
             };
             let sequence = f.workload.is_some();
             let conn_start_ns = s_to_ns(f.start_s);
-            let mut join_ns = conn_start_ns;
+            let mut rtt0_ns = 0;
             let first_slot = flows.len() as u32;
             let sized = |b: u64| if b == 0 { u64::MAX } else { b };
             let size_bytes = sized(f.size_bytes);
@@ -478,11 +478,18 @@ impl World {
                     clock,
                     ecn,
                 });
-                // Subflow 0 starts with the flow; subflow k >= 1 joins one handshake RTT of
-                // subflow 0 later (its MP_JOIN follows the first subflow's establishment).
-                let start_ns = if k == 0 { conn_start_ns } else { join_ns };
+                // Subflow 0 starts with the flow, established. Without the handshake as
+                // packets, subflow k >= 1 joins as the handshake would have it (`hs_arrive`):
+                // its MP_JOIN SYN k round trips of subflow 0 after the start
+                // (`mptcp_glue::pm_join_delay_ns`), its SYN-ACK and the fourth ACK one round
+                // trip of its own path each.
+                let start_ns = if k == 0 {
+                    conn_start_ns
+                } else {
+                    conn_start_ns + mptcp_glue::pm_join_delay_ns(k, rtt0_ns) + 2 * syn_rtt_ns
+                };
                 if k == 0 {
-                    join_ns = conn_start_ns + syn_rtt_ns;
+                    rtt0_ns = syn_rtt_ns;
                 }
                 // With the handshake a later subflow starts when subflow 0 is established; a
                 // workload's later connections start when the one before completes.
@@ -645,7 +652,14 @@ impl World {
                 Event::LinkArrival(l) => self.on_link_arrival(t, l),
                 Event::SenderTimer(f) => self.on_sender_timer(t, f),
                 Event::ReceiverTimer(f) => self.on_receiver_timer(t, f),
-                Event::AppStart(f) if self.flows[f as usize].hs.is_some() => {
+                // A subflow whose MP_JOIN handshake is done joins its connection (after the
+                // fourth ACK, `hs_arrive`).
+                Event::AppStart(f)
+                    if self.flows[f as usize]
+                        .hs
+                        .as_ref()
+                        .is_some_and(|h| h.established_ns.is_none()) =>
+                {
                     self.begin_connection(t, f);
                     self.hs_connect(t, f)
                 }

@@ -8,6 +8,11 @@ sender's interfaces, and how TCP Small Queues decide their throughput.
 - cwnd (Fig. 3): every subflow of every application over the first 3 s, paper's rule vs fixed.
 - Coupled congestion control: LIA, OLIA, BALIA and uncoupled CUBIC (what upstream Linux runs).
 - The adaptive rule on two more setups: unequal RTTs (20/50/100 ms) and five applications.
+- Kernel (``backend = "kernel"``): what upstream Linux 6.18 runs exactly, uncoupled CUBIC under
+  Linux's TSQ, on the simulator and on this machine's kernel (the same scenario and seed, paired
+  repetitions): each application's throughput once all run, side by side. The other rows need
+  what only the simulator has (coupled congestion control, the paper's, fixed, adaptive TSQ):
+  ``KERNEL_NOT_RUNNABLE`` says why.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from .s1 import jain_index
 from .s2_scenarios import s2_scenario
 from .sweep import SweepResult, run_sweep
 
-__all__ = ["S2Config", "run_s2", "TSQ_VARIANTS", "SETUPS", "PAPER_RESULTS"]
+__all__ = ["S2Config", "run_s2", "TSQ_VARIANTS", "SETUPS", "PAPER_RESULTS", "KERNEL_NOT_RUNNABLE", "kernel_table"]
 
 #: TSQ rules the study compares: name -> what it is.
 TSQ_VARIANTS: dict[str, str] = {
@@ -46,6 +51,18 @@ SETUPS: dict[str, dict[str, Any]] = {
     "unequal-rtt": {"n_apps": 3, "rtts_ms": (20.0, 50.0, 100.0)},
     "five-apps": {"n_apps": 5},
 }
+
+#: The study's rows the kernel backend cannot run as they are, and why (docs/kernel.md,
+#: "Multipath TCP"; the kernel part runs uncoupled CUBIC under Linux's TSQ instead).
+KERNEL_NOT_RUNNABLE = [
+    ("cc = lia, olia, balia", "upstream Linux MPTCP has no coupled congestion control: each subflow is an "
+                              "independent TCP socket with the system's algorithm"),
+    ("tsq = paper", "the v0.92 kernel's rule (eq. 2) is not in 6.18"),
+    ("tsq = fixed", "6.18 has no fixed limit: tcp_limit_output_bytes only caps its pacing-rate rule"),
+    ("tsq = adaptive", "cclab's rule, simulator only"),
+    ("tsq = off", "6.18's TSQ cannot be switched off (tcp_limit_output_bytes at its largest still leaves the "
+                  "pacing-rate rule)"),
+]
 
 #: The paper's published results, as (result, the paper's value or words).
 PAPER_RESULTS = [
@@ -69,17 +86,30 @@ class S2Config:
     tsqs: list[str] = field(default_factory=lambda: list(TSQ_VARIANTS))
     ccs: list[str] = field(default_factory=lambda: ["lia", "olia", "balia", "cubic"])
     setups: list[str] = field(default_factory=lambda: list(SETUPS))
+    #: "sim", or "kernel": also run the kernel part (uncoupled CUBIC, Linux's TSQ) on both
+    #: backends, ``kernel_reps`` paired repetitions of ``kernel_duration_s`` at each of
+    #: ``kernel_losses`` (root; real time, one kernel run at a time).
+    backend: str = "sim"
+    kernel_reps: int = 5
+    kernel_duration_s: float = 30.0
+    kernel_losses: list[float] = field(default_factory=lambda: [0.0])
 
     @classmethod
     def make(cls, quick: bool = False, reps: int | None = None, **kw: Any) -> "S2Config":
         if quick:
-            kw = {"duration_s": 10.0, **kw}
+            kw = {"duration_s": 10.0, "kernel_duration_s": 10.0, **kw}
             return cls(reps=reps or 1, quick=True, **kw)
         return cls(reps=reps or 5, **kw)
 
+    @property
+    def kernel(self) -> bool:
+        return self.backend == "kernel"
 
-def _spec(d: dict[str, Any], rep: int, labels: dict[str, Any], keep_trace: bool = False) -> RunSpec:
-    return RunSpec(d, (), derive_seed(2, rep), tuple(labels.items()), keep_trace, post="cclab.study.s2:steady_rates")
+
+def _spec(d: dict[str, Any], rep: int, labels: dict[str, Any], keep_trace: bool = False,
+          backend: str = "sim") -> RunSpec:
+    return RunSpec(d, (), derive_seed(2, rep), tuple(labels.items()), keep_trace, post="cclab.study.s2:steady_rates",
+                   backend=backend)
 
 
 #: Steady state starts this long after the last application started, s.
@@ -131,7 +161,48 @@ def plan(cfg: S2Config) -> list[RunSpec]:
                 d = s2_scenario(cc="lia", tsq=tsq, duration_s=cfg.duration_s, **SETUPS[setup])
                 specs.append(_spec(d, rep, {"part": "setup", "setup": setup, "cc": "lia", "tsq": tsq, "loss": 0.0,
                                             "n_apps": SETUPS[setup]["n_apps"], "rep": rep}))
+    if cfg.kernel:
+        for loss in cfg.kernel_losses:
+            d = s2_scenario(3, cc="cubic", tsq="linux", loss=loss, duration_s=cfg.kernel_duration_s)
+            for rep in range(cfg.kernel_reps):
+                for backend in ("sim", "kernel"):
+                    specs.append(_spec(d, rep, {"part": "kernel", "setup": "paper", "cc": "cubic", "tsq": "linux",
+                                                "loss": loss, "n_apps": 3, "backend": backend, "rep": rep},
+                                       keep_trace=rep == 0, backend=backend))
     return specs
+
+
+def kernel_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The kernel part: per loss and backend, each application's throughput once all run (mean,
+    standard deviation, least and most over the repetitions), the total and Jain's index, and
+    the runs; then per loss a row ``kernel / sim`` of the means' ratios."""
+    sel = runs[runs["part"] == "kernel"] if "part" in runs and len(runs) else pd.DataFrame()
+    if sel.empty:
+        return pd.DataFrame()
+    apps = sorted(c for c in sel.columns if c.startswith("app") and c.endswith("_steady_mbps") and sel[c].notna().any())
+    rows = []
+    for loss, g in sel.groupby("loss", sort=True):
+        means = {}
+        for backend in ("sim", "kernel"):
+            b = g[g["backend"] == backend]
+            row: dict[str, Any] = {"loss": loss, "backend": backend, "runs": len(b)}
+            for c in [*apps, "steady_total_mbps", "jain"]:
+                v = b[c].to_numpy(float) if len(b) else np.array([])
+                name = c.replace("_steady_mbps", "").replace("_mbps", "")
+                row[f"{name}_mean"] = float(np.mean(v)) if len(v) else np.nan
+                if c in apps:
+                    row[f"{name}_sd"] = float(np.std(v, ddof=1)) if len(v) > 1 else np.nan
+                    row[f"{name}_min"] = float(np.min(v)) if len(v) else np.nan
+                    row[f"{name}_max"] = float(np.max(v)) if len(v) else np.nan
+            means[backend] = row
+            rows.append(row)
+        ratio: dict[str, Any] = {"loss": loss, "backend": "kernel / sim", "runs": np.nan}
+        for k, v in means["kernel"].items():
+            if k.endswith("_mean"):
+                s = means["sim"].get(k, np.nan)
+                ratio[k] = v / s if s == s and s else np.nan
+        rows.append(ratio)
+    return pd.DataFrame(rows)
 
 
 def per_run(runs: pd.DataFrame, sweep: SweepResult | None = None) -> pd.DataFrame:
@@ -184,6 +255,8 @@ class S2Result:
     sweep: SweepResult
     wall_s: float
     traces: dict[str, Path] = field(default_factory=dict)
+    #: the kernel part beside the simulator (``kernel_table``; empty on the simulator backend)
+    kernel: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _traces(runs: pd.DataFrame, sweep: SweepResult) -> dict[str, Path]:
@@ -250,9 +323,15 @@ def run_s2(out_dir: str | Path, cfg: S2Config, progress: Callable[[int, int], No
         "compare": write_table(compare, out / "tables" / "compare_with_paper"),
         "runs": write_table(runs.drop(columns=["key"], errors="ignore"), out / "tables" / "runs"),
     }
+    kernel = kernel_table(runs)
+    if cfg.kernel:
+        tables["kernel"] = write_table(kernel, out / "tables" / "kernel_parity")
+        tables["kernel_not_runnable"] = write_table(
+            pd.DataFrame(KERNEL_NOT_RUNNABLE, columns=["rows", "why not on the kernel"]),
+            out / "tables" / "kernel_not_runnable")
     figures = s2_figures.draw_all(out / "figures", tsq, cc, setups, traces)
     res = S2Result(cfg, out, runs, tsq, cc, setups, cwnd, compare, figures, tables, sweep.failures, sweep,
-                   time.perf_counter() - t0, traces)
+                   time.perf_counter() - t0, traces, kernel)
     from .s2_report import write_s2_report
 
     write_s2_report(res)

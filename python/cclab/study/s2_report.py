@@ -59,6 +59,33 @@ def _mechanism(res: Any) -> str:
     return "".join(parts)
 
 
+def _kernel_section(res: Any) -> list[str]:
+    """The kernel part beside the simulator, and the rows the kernel cannot run."""
+    from .s2 import KERNEL_NOT_RUNNABLE
+
+    cfg = res.cfg
+    k = res.kernel
+    parts = ["<h2>The simulator beside the kernel</h2>",
+             f"<p>What upstream Linux 6.18 runs exactly: the paper's setup with uncoupled CUBIC on every subflow and "
+             f"Linux's TSQ, {cfg.kernel_reps} paired repetitions of {cfg.kernel_duration_s:g} s on the simulator and "
+             "on this machine's kernel (network namespaces, cclab-link; the kernel's own path manager and "
+             "scheduler; docs/kernel.md, \"Multipath TCP\"). Each application's throughput once all run (from 2 s "
+             "to the end): mean, standard deviation, least and most over the repetitions; the last row per loss is "
+             "kernel / simulator of the means.</p>"]
+    if len(k):
+        parts.append(_table(k))
+    else:
+        parts.append("<p><em>No kernel run succeeded.</em></p>")
+    parts += ["<p>With no loss each subflow's cwnd stops growing in its first second (HyStart, or TSQ leaves it "
+              "not cwnd-limited), and each interface's FIFO shares the NIC in proportion to the bytes each socket "
+              "keeps below TCP: the split between the applications is locked in by sub-RTT timing. The simulator "
+              "has no timing noise, so it gives one split for every seed; the kernel gives a different one in every "
+              "run. Compare the totals and the kernel's spread, not one run's split.</p>",
+              "<h3>Rows the kernel does not run</h3>",
+              _table(pd.DataFrame(KERNEL_NOT_RUNNABLE, columns=["rows", "why not on the kernel"]))]
+    return parts
+
+
 def write_s2_report(res: Any) -> Path:
     """Write ``res.out_dir/report.html`` for an S2 result."""
     from .. import __version__
@@ -69,7 +96,8 @@ def write_s2_report(res: Any) -> Path:
     parts = [
         *_page_head("s2"),
         "<h1>S2: Multipath TCP fairness and TCP Small Queues</h1>",
-        f"<p class='meta'>cclab {html.escape(__version__)} &middot; simulator backend &middot; "
+        f"<p class='meta'>cclab {html.escape(__version__)} &middot; "
+        f"{'simulator and kernel backends' if cfg.kernel else 'simulator backend'} &middot; "
         f"{'quick grid' if cfg.quick else 'full grid'} &middot; {cfg.reps} run(s) per point &middot; "
         f"{len(res.runs)} runs in {res.wall_s:.1f} s &middot; {len(res.failures)} failed &middot; "
         f"{cfg.duration_s:g} s per run</p>",
@@ -95,7 +123,10 @@ def write_s2_report(res: Any) -> Path:
     parts += [_table(res.cc), "<h2>The adaptive rule on three setups</h2>"]
     if "setups" in res.figures:
         parts.append(_figure(res.figures["setups"], _CAPTIONS["setups"]))
-    parts += [_table(res.setups), "<h2>Settings</h2><h3>TSQ rules</h3><ul>"]
+    parts.append(_table(res.setups))
+    if cfg.kernel:
+        parts += _kernel_section(res)
+    parts += ["<h2>Settings</h2><h3>TSQ rules</h3><ul>"]
     parts += [f"<li><b>{k}</b>: {html.escape(v)}</li>" for k, v in TSQ_VARIANTS.items()]
     parts += ["</ul><h3>Setups</h3><ul>"]
     parts += [f"<li><b>{k}</b>: {html.escape(str(v))}</li>" for k, v in SETUPS.items()]

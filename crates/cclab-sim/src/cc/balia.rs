@@ -12,7 +12,8 @@
 //! What v0.9x does, which we follow (`exact = false`, the default), in `mptcp_balia_recalc_ai`:
 //! - Rates in bytes/s, `x_k = mss_r * w_k * (10^6 << 3) / srtt_us_k` (the MSS of the subflow
 //!   computing, for every k), scaled down by 2^5 until the largest is at most 2^25.
-//! - The increase as an ACK count per +1 packet, per ACK (not per packet acked):
+//! - The increase as an ACK count per +1 packet, per ACK (not per packet acked;
+//!   `per_segment = true`: per segment acked, as lia.rs explains):
 //!   `ai = (sum_k x_k)^2 * 10 / (x_r + x_max) * w_r / (4 x_r + x_max)` (integer divisions in
 //!   that order; 0 becomes w_r), counted in `snd_cwnd_cnt` as Reno counts w_r.
 //! - The decrease through ssthresh: `md = ((w_r >> 1) * min(alpha << 10, 1.5 << 10)) >> 10`
@@ -79,6 +80,13 @@ pub fn info() -> AlgorithmInfo {
                       change, as mptcp_balia.c intends; false: as it does (never, it reads the \
                       flag from the meta socket); true/false or 0/1",
             },
+            ParamInfo {
+                name: "per_segment",
+                default: ParamValue::Bool(false),
+                doc: "false: the kernel form counts one step per ACK, as v0.9x does; true: one \
+                      step per segment the ACK covers, as 6.18's Reno counts (no effect with \
+                      exact = true, which is per segment already); true/false or 0/1",
+            },
         ],
         preset_params: Params::new(),
     }
@@ -87,10 +95,9 @@ pub fn info() -> AlgorithmInfo {
 /// Build BALIA with its tunables.
 pub fn build(algorithm: &str, params: &Params) -> Result<Box<dyn CongestionControl>, CcError> {
     let r = ParamReader::new(algorithm, params);
-    Ok(Box::new(Balia::new(
-        r.bool("exact", false)?,
-        r.bool("forced_update", false)?,
-    )))
+    let mut balia = Balia::new(r.bool("exact", false)?, r.bool("forced_update", false)?);
+    balia.per_segment = r.bool("per_segment", false)?;
+    Ok(Box::new(balia))
 }
 
 /// `mptcp_balia_recalc_ai` for subflow `me` of `views` (the subflows now): `(ai, md)`, the ACK
@@ -171,6 +178,8 @@ pub struct Balia {
     forced: bool,
     /// The paper in floating point instead of the kernel's arithmetic.
     exact: bool,
+    /// One v0.9x step per segment acked rather than per ACK (`per_segment`).
+    pub per_segment: bool,
     /// Honour `forced` (the kernel never does).
     forced_update: bool,
     /// Exact mode: the fractional window grown so far, packets.
@@ -188,6 +197,7 @@ impl Balia {
             md: 0,
             forced: false,
             exact,
+            per_segment: false,
             forced_update,
             credit: 0.0,
         }
@@ -274,16 +284,20 @@ impl CongestionControl for Balia {
             self.recalc(tp);
             self.forced = false;
         }
-        // `(int) ai` compared with the u32 counter: as unsigned.
-        let acks_per_packet = self.ai as i32 as u32;
-        if tp.snd_cwnd_cnt >= acks_per_packet {
-            if tp.snd_cwnd < tp.snd_cwnd_clamp {
-                tp.set_cwnd(tp.snd_cwnd + 1);
-                self.recalc(tp);
+        // v0.9x steps once per ACK; `per_segment`: once per segment acked (lia.rs).
+        let steps = if self.per_segment { acked.max(1) } else { 1 };
+        for _ in 0..steps {
+            // `(int) ai` compared with the u32 counter: as unsigned.
+            let acks_per_packet = self.ai as i32 as u32;
+            if tp.snd_cwnd_cnt >= acks_per_packet {
+                if tp.snd_cwnd < tp.snd_cwnd_clamp {
+                    tp.set_cwnd(tp.snd_cwnd + 1);
+                    self.recalc(tp);
+                }
+                tp.snd_cwnd_cnt = 0;
+            } else {
+                tp.snd_cwnd_cnt += 1;
             }
-            tp.snd_cwnd_cnt = 0;
-        } else {
-            tp.snd_cwnd_cnt += 1;
         }
     }
 

@@ -18,7 +18,11 @@
 //!   `max(2^12 / alpha, w_r)` (`mptcp_ccc_cong_avoid`): the RFC's `min` in the reciprocal form,
 //!   with both divisions rounding down.
 //! - Per ACK, not per packet: `snd_cwnd_cnt++` on every ACK whatever it acknowledges (Linux's
-//!   own `tcp_cong_avoid_ai` counts acked packets). The RFC increases per packet acked.
+//!   own `tcp_cong_avoid_ai` counts acked packets since 3.18, whatever v0.9x's coupled code
+//!   does). The RFC increases per packet acked. `per_segment = true` takes one of v0.9x's
+//!   steps per segment the ACK covers, as if each were ACKed on its own (as 6.18's Reno
+//!   counts); the flow's `ack_counting = "acks"` makes every ACK count one (Linux before 3.18,
+//!   slow start included).
 //! - Alpha is kept once per connection (in the meta socket) and recomputed only: on each ACK in
 //!   slow start, when this subflow's cwnd grows by one, on `CA_EVENT_LOSS`, and on the first
 //!   congestion-avoidance ACK after any subflow changed CA state (`forced_update`, set by
@@ -66,13 +70,23 @@ pub fn info() -> AlgorithmInfo {
         description: "MPTCP LIA (RFC 6356): coupled increase across subflows, halve on loss; \
                       Reno on a single path; simulator only",
         source: "multipath-tcp.org v0.9x net/mptcp/mptcp_coupled.c",
-        params: vec![ParamInfo {
-            name: "exact",
-            default: ParamValue::Bool(false),
-            doc: "false: the v0.9x kernel (fixed point, one count per ACK, alpha recomputed at \
-                  its events); true: RFC 6356 in floating point per packet acked, alpha \
-                  recomputed every ACK; true/false or 0/1",
-        }],
+        params: vec![
+            ParamInfo {
+                name: "exact",
+                default: ParamValue::Bool(false),
+                doc:
+                    "false: the v0.9x kernel (fixed point, one count per ACK, alpha recomputed at \
+                      its events); true: RFC 6356 in floating point per packet acked, alpha \
+                      recomputed every ACK; true/false or 0/1",
+            },
+            ParamInfo {
+                name: "per_segment",
+                default: ParamValue::Bool(false),
+                doc: "false: the kernel form counts one step per ACK, as v0.9x does; true: one \
+                      step per segment the ACK covers, as 6.18's Reno counts (no effect with \
+                      exact = true, which is per segment already); true/false or 0/1",
+            },
+        ],
         preset_params: Params::new(),
     }
 }
@@ -80,7 +94,9 @@ pub fn info() -> AlgorithmInfo {
 /// Build LIA with its tunables.
 pub fn build(algorithm: &str, params: &Params) -> Result<Box<dyn CongestionControl>, CcError> {
     let r = ParamReader::new(algorithm, params);
-    Ok(Box::new(Lia::new(r.bool("exact", false)?)))
+    let mut lia = Lia::new(r.bool("exact", false)?);
+    lia.per_segment = r.bool("per_segment", false)?;
+    Ok(Box::new(lia))
 }
 
 /// Alpha from the subflows, RFC 6356 in the kernel's fixed point (`mptcp_ccc_recalc_alpha`):
@@ -147,6 +163,8 @@ pub struct Lia {
     clock: Clock,
     /// RFC 6356 in floating point instead of the kernel's arithmetic.
     exact: bool,
+    /// One v0.9x step per segment acked rather than per ACK (`per_segment`).
+    pub per_segment: bool,
     /// Exact mode: the fractional part of the window grown so far, packets.
     credit: f64,
 }
@@ -160,6 +178,7 @@ impl Lia {
             forced: Shared::default(),
             clock: Clock::default(),
             exact,
+            per_segment: false,
             credit: 0.0,
         }
     }
@@ -240,21 +259,25 @@ impl CongestionControl for Lia {
             self.recalc_alpha(tp);
             self.clock.write(&mut self.forced, 0);
         }
-        let acks_per_packet = if self.peers.cnt_established() > 1 {
-            // "This may happen if ... initializing alpha failed": alpha 0 counts as 1.
-            let alpha = self.alpha.value.max(1);
-            ((1u64 << ALPHA_SCALE) / alpha).max(tp.snd_cwnd as u64)
-        } else {
-            tp.snd_cwnd as u64
-        };
-        if tp.snd_cwnd_cnt as u64 >= acks_per_packet {
-            if tp.snd_cwnd < tp.snd_cwnd_clamp {
-                tp.set_cwnd(tp.snd_cwnd + 1);
-                self.recalc_alpha(tp);
+        // v0.9x steps once per ACK; `per_segment`: once per segment acked (module doc).
+        let steps = if self.per_segment { acked.max(1) } else { 1 };
+        for _ in 0..steps {
+            let acks_per_packet = if self.peers.cnt_established() > 1 {
+                // "This may happen if ... initializing alpha failed": alpha 0 counts as 1.
+                let alpha = self.alpha.value.max(1);
+                ((1u64 << ALPHA_SCALE) / alpha).max(tp.snd_cwnd as u64)
+            } else {
+                tp.snd_cwnd as u64
+            };
+            if tp.snd_cwnd_cnt as u64 >= acks_per_packet {
+                if tp.snd_cwnd < tp.snd_cwnd_clamp {
+                    tp.set_cwnd(tp.snd_cwnd + 1);
+                    self.recalc_alpha(tp);
+                }
+                tp.snd_cwnd_cnt = 0;
+            } else {
+                tp.snd_cwnd_cnt += 1;
             }
-            tp.snd_cwnd_cnt = 0;
-        } else {
-            tp.snd_cwnd_cnt += 1;
         }
     }
 

@@ -30,7 +30,7 @@
 //!   (`mptcp_get_crt_cwnd`), |P| = `cnt_established`; the best path search keeps the last of
 //!   equal ones. alpha_r = `epsilon_num / epsilon_den`.
 //! - The increase (`mptcp_olia_cong_avoid`): both terms in units of 2^-10 packets, per ACK
-//!   (not per packet acked), summed into a private counter; at +1023 cwnd grows by one, at
+//!   (not per packet acked; `per_segment = true`: per segment acked, as lia.rs explains), summed into a private counter; at +1023 cwnd grows by one, at
 //!   -1023 it shrinks by one (at least 1), and the counter restarts from 0 (the excess is
 //!   dropped). `rate` = `(1 + sum_p (crt_w_p << 10) * rtt_r / rtt_p)^2`.
 //! - Slow start as Linux (`tcp_slow_start`; the leftover of an ACK crossing ssthresh is dropped);
@@ -58,13 +58,22 @@ pub fn info() -> AlgorithmInfo {
         description: "MPTCP OLIA (Khalili et al.): coupled increase that moves window to the best \
                       paths, halve on loss; Reno on a single path; simulator only",
         source: "multipath-tcp.org v0.9x net/mptcp/mptcp_olia.c",
-        params: vec![ParamInfo {
-            name: "exact",
-            default: ParamValue::Bool(false),
-            doc: "false: the v0.9x kernel (2^-10 fixed point, one count per ACK, counter reset at \
-                  +-1 packet); true: the paper's increase in floating point per packet acked; \
-                  true/false or 0/1",
-        }],
+        params: vec![
+            ParamInfo {
+                name: "exact",
+                default: ParamValue::Bool(false),
+                doc: "false: the v0.9x kernel (2^-10 fixed point, one count per ACK, counter \
+                      reset at +-1 packet); true: the paper's increase in floating point per \
+                      packet acked; true/false or 0/1",
+            },
+            ParamInfo {
+                name: "per_segment",
+                default: ParamValue::Bool(false),
+                doc: "false: the kernel form counts one step per ACK, as v0.9x does; true: one \
+                      step per segment the ACK covers, as 6.18's Reno counts (no effect with \
+                      exact = true, which is per segment already); true/false or 0/1",
+            },
+        ],
         preset_params: Params::new(),
     }
 }
@@ -72,7 +81,9 @@ pub fn info() -> AlgorithmInfo {
 /// Build OLIA with its tunables.
 pub fn build(algorithm: &str, params: &Params) -> Result<Box<dyn CongestionControl>, CcError> {
     let r = ParamReader::new(algorithm, params);
-    Ok(Box::new(Olia::new(r.bool("exact", false)?)))
+    let mut olia = Olia::new(r.bool("exact", false)?);
+    olia.per_segment = r.bool("per_segment", false)?;
+    Ok(Box::new(olia))
 }
 
 /// `max(loss3 - loss2, loss2 - loss1)` from a subflow's shared state: l_r, bytes.
@@ -142,6 +153,8 @@ pub struct Olia {
     cnt: i32,
     /// The paper's increase in floating point instead of the kernel's arithmetic.
     exact: bool,
+    /// One v0.9x step per segment acked rather than per ACK (`per_segment`).
+    pub per_segment: bool,
     /// Exact mode: the fractional window grown so far, packets (may be negative).
     credit: f64,
 }
@@ -159,6 +172,7 @@ impl Olia {
             epsilon_den: 1,
             cnt: 0,
             exact,
+            per_segment: false,
             credit: 0.0,
         }
     }
@@ -300,7 +314,11 @@ impl CongestionControl for Olia {
         if self.exact {
             self.increase_exact(tp, acked);
         } else {
-            self.increase_fixed(tp);
+            // v0.9x steps once per ACK; `per_segment`: once per segment acked (lia.rs).
+            let steps = if self.per_segment { acked.max(1) } else { 1 };
+            for _ in 0..steps {
+                self.increase_fixed(tp);
+            }
         }
     }
 

@@ -526,9 +526,9 @@ fn single_path_is_reno_in_the_simulator() {
 fn registry_builds_them_by_name_with_their_params() {
     let all = super::algorithms();
     for (name, params) in [
-        ("lia", vec!["exact"]),
-        ("olia", vec!["exact"]),
-        ("balia", vec!["exact", "forced_update"]),
+        ("lia", vec!["exact", "per_segment"]),
+        ("olia", vec!["exact", "per_segment"]),
+        ("balia", vec!["exact", "forced_update", "per_segment"]),
     ] {
         let info = all.iter().find(|a| a.name == name).expect(name);
         assert_eq!(info.base, name);
@@ -554,5 +554,69 @@ fn registry_builds_them_by_name_with_their_params() {
         // Not coupled: nothing shared until set_subflows; the hook is the only difference.
         let cc = build(name, &Params::new()).unwrap();
         assert!(!cc.needs_ecn() && !cc.has_cong_control());
+    }
+}
+
+/// `rounds` RTTs as `run_rtts`, each ACK covering `segs` packets (delayed ACKs: 2).
+fn run_rtts_acking(
+    ccs: &mut [Box<dyn CongestionControl>],
+    tps: &mut [TcpSock],
+    rounds: usize,
+    segs: u32,
+) {
+    let n = ccs.len();
+    for _ in 0..rounds {
+        let windows: Vec<u32> = tps.iter().map(|t| t.snd_cwnd).collect();
+        let most = *windows.iter().max().unwrap();
+        for k in (0..most).step_by(segs as usize) {
+            for i in 0..n {
+                if k >= windows[i] {
+                    continue;
+                }
+                let views: Vec<SubflowView> = (0..n)
+                    .map(|j| {
+                        let mut v = view(tps[j].snd_cwnd, 1);
+                        v.srtt_us = tps[j].srtt_us;
+                        v.ssthresh_pkts = tps[j].snd_ssthresh;
+                        v.cc_state = ccs[j].coupled_state();
+                        v
+                    })
+                    .collect();
+                ccs[i].set_subflows(&views, i);
+                tps[i].snd_una += (segs * tps[i].mss_cache) as u64;
+                let a = tps[i].snd_una;
+                ccs[i].cong_avoid(&mut tps[i], a, segs);
+            }
+        }
+    }
+}
+
+#[test]
+fn per_segment_counts_each_acked_segment_as_one_of_v09x_per_ack_steps() {
+    // Two subflows in congestion avoidance, 60 RTTs: with delayed ACKs (2 segments per ACK)
+    // v0.9x's per-ACK count grows about half as fast as with every segment ACKed;
+    // `per_segment` gives the every-segment growth back.
+    for name in ["lia", "olia", "balia"] {
+        let grow = |per_segment: bool, segs: u32| {
+            let p: Params = [("per_segment".to_string(), ParamValue::Bool(per_segment))].into();
+            let (mut ccs, mut tps) = connection(name, &p, &[(60, 50), (40, 50)]);
+            run_rtts_acking(&mut ccs, &mut tps, 60, segs);
+            tps.iter().map(|t| t.snd_cwnd).sum::<u32>() as f64 - 100.0
+        };
+        let (every, delayed, per_segment) = (grow(false, 1), grow(false, 2), grow(true, 2));
+        assert!(every > 10.0, "{name}: {every}");
+        assert!(
+            (delayed / every - 0.5).abs() < 0.15,
+            "{name}: {delayed} vs {every}"
+        );
+        assert!(
+            (per_segment / every - 1.0).abs() < 0.1,
+            "{name}: {per_segment} vs {every}"
+        );
+        assert_eq!(
+            grow(true, 1),
+            every,
+            "{name}: one segment per ACK is v0.9x's count"
+        );
     }
 }

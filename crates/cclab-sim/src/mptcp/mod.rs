@@ -31,14 +31,19 @@
 //!   `__mptcp_reinject_data`), to be sent first, preferably on subflows that have not carried
 //!   it (`path_mask`). The subflow is marked potentially failed (`tp->pf`: the scheduler
 //!   skips it) until its ACKs advance again. The receiver drops data-level duplicates.
-//! - **Start.** Subflow 0 starts at the flow's `start_s`, as a TCP flow does (established,
-//!   with its handshake's RTT sample); subflow k >= 1 joins one handshake RTT of subflow 0
-//!   later (the MP_JOIN sent once the first subflow is established), with its own sample.
+//! - **Start.** Subflow 0 starts at the flow's `start_s`, as a TCP flow does; subflow k >= 1
+//!   sends its MP_JOIN SYN k round trips of subflow 0 after subflow 0 is established (Linux
+//!   6.18's path manager, the receiver announcing one address at a time:
+//!   `world::mptcp_glue::pm_join_delay_ns`) and carries data from the fourth ACK, one round
+//!   trip after its handshake (`world::handshake_glue`; without the handshake as packets the
+//!   same times from the idle paths' round trips).
 //!
 //! Not modelled: the handshakes themselves, DATA_FIN, checksums, fallback to TCP, backup
 //! subflows, v0.9x's receive-buffer optimisation (`mptcp_rcv_buf_optimization`: penalising
 //! and opportunistic retransmission, which needs a finite send buffer we do not model), the
-//! meta-level retransmission timer, address signalling.
+//! meta-level retransmission timer, address signalling as packets (ADD_ADDR and its echo give
+//! only the join times above, from subflow 0's handshake round trip: queues they would meet
+//! on the way are not counted).
 
 pub mod mapping;
 pub mod recv;

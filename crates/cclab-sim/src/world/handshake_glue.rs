@@ -189,15 +189,32 @@ impl World {
                     self.hs_event(t, f, "established", detail);
                     match conn {
                         Some((c, k)) => {
-                            self.mptcp_start(t, f);
                             if k == 0 {
-                                // The path manager opens the other subflows now (MP_JOIN).
+                                // MP_CAPABLE: data may go with the third ACK.
+                                self.mptcp_start(t, f);
+                            } else {
+                                // MP_JOIN: no data before the receiver's ACK of the third ACK
+                                // (the fourth ACK, one round trip on: RFC 8684 section 3.2;
+                                // 6.18 net/mptcp/protocol.h `__mptcp_subflow_active`, "can't
+                                // send if JOIN hasn't completed yet"). `AppStart` on an
+                                // established subflow joins it (`World::run`).
+                                let rtt_ns =
+                                    u64::from(self.flows[f as usize].sender.tp.srtt_us >> 3) * 1000;
+                                self.q.push(t + rtt_ns, Event::AppStart(f));
+                            }
+                            if k == 0 {
+                                // The path manager opens the other subflows (MP_JOIN), one
+                                // per address the receiver announces, one round trip apart
+                                // (`pm_join_delay_ns`).
                                 let slots: Vec<u32> = self.conns[c as usize].subflows[1..]
                                     .iter()
                                     .map(|s| s.slot)
                                     .collect();
-                                for s in slots {
-                                    self.q.push(t, Event::AppStart(s));
+                                let rtt_ns =
+                                    u64::from(self.flows[f as usize].sender.tp.srtt_us >> 3) * 1000;
+                                for (j, s) in slots.into_iter().enumerate() {
+                                    let at = t + super::mptcp_glue::pm_join_delay_ns(j + 1, rtt_ns);
+                                    self.q.push(at, Event::AppStart(s));
                                 }
                             }
                         }

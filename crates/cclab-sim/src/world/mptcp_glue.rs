@@ -246,3 +246,17 @@ impl World {
         }
     }
 }
+
+/// How long after subflow 0 is established (its SYN-ACK arrived) subflow `k` >= 1 sends its
+/// MP_JOIN SYN, given subflow 0's round trip `rtt_ns`: Linux 6.18's in-kernel path manager with
+/// the receiver's addresses as `signal` endpoints (what the kernel backend configures). The
+/// receiver announces one address when the connection is fully established (the MP_CAPABLE ACK
+/// arrives, half a round trip after it left; net/mptcp/pm_kernel.c
+/// `mptcp_pm_create_subflow_or_signal_addr`, "check first for announce"), and the next only
+/// once the sender's echo of that ADD_ADDR is back (`mptcp_pm_add_addr_echoed`; while one
+/// announcement is pending, `MPTCP_ADD_ADDR_SIGNAL`, it returns); the sender connects as each
+/// ADD_ADDR arrives (`mptcp_pm_nl_add_addr_received`). So ADD_ADDR k reaches the sender k
+/// round trips after subflow 0's establishment.
+pub(super) fn pm_join_delay_ns(k: usize, rtt_ns: u64) -> u64 {
+    k as u64 * rtt_ns
+}
