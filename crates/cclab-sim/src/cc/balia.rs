@@ -41,7 +41,7 @@
 //! computed earlier (an RTO during recovery), giving an ssthresh near 2^32; we saturate (ssthresh
 //! 1).
 
-use super::coupled::{sendable, Peers};
+use super::coupled::{self, sendable, Peers};
 use super::params::ParamReader;
 use super::reno::{tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd, tcp_slow_start};
 use super::{AlgorithmInfo, CaEvent, CaState, CcError, CongestionControl, ParamInfo, ParamValue};
@@ -80,13 +80,7 @@ pub fn info() -> AlgorithmInfo {
                       change, as mptcp_balia.c intends; false: as it does (never, it reads the \
                       flag from the meta socket); true/false or 0/1",
             },
-            ParamInfo {
-                name: "per_segment",
-                default: ParamValue::Bool(false),
-                doc: "false: the kernel form counts one step per ACK, as v0.9x does; true: one \
-                      step per segment the ACK covers, as 6.18's Reno counts (no effect with \
-                      exact = true, which is per segment already); true/false or 0/1",
-            },
+            coupled::per_segment_param(),
         ],
         preset_params: Params::new(),
     }
@@ -285,18 +279,10 @@ impl CongestionControl for Balia {
             self.forced = false;
         }
         // v0.9x steps once per ACK; `per_segment`: once per segment acked (lia.rs).
-        let steps = if self.per_segment { acked.max(1) } else { 1 };
-        for _ in 0..steps {
+        for _ in 0..coupled::steps(self.per_segment, acked) {
             // `(int) ai` compared with the u32 counter: as unsigned.
-            let acks_per_packet = self.ai as i32 as u32;
-            if tp.snd_cwnd_cnt >= acks_per_packet {
-                if tp.snd_cwnd < tp.snd_cwnd_clamp {
-                    tp.set_cwnd(tp.snd_cwnd + 1);
-                    self.recalc(tp);
-                }
-                tp.snd_cwnd_cnt = 0;
-            } else {
-                tp.snd_cwnd_cnt += 1;
+            if coupled::step(tp, u64::from(self.ai as i32 as u32)) {
+                self.recalc(tp);
             }
         }
     }

@@ -17,8 +17,46 @@
 //! that raises cwnd and then recomputes (LIA's and BALIA's `recalc` after `snd_cwnd++`) sees the
 //! new cwnd, as the kernel does.
 
-use super::{CaState, SubflowView};
+use super::{CaState, ParamInfo, ParamValue, SubflowView};
 use crate::tcp::sock::TcpSock;
+
+/// The `per_segment` tunable of lia, olia and balia.
+pub(crate) fn per_segment_param() -> ParamInfo {
+    ParamInfo {
+        name: "per_segment",
+        default: ParamValue::Bool(false),
+        doc: "false: the kernel form counts one step per ACK, as v0.9x does; true: one \
+              step per segment the ACK covers, as 6.18's Reno counts (no effect with \
+              exact = true, which is per segment already); true/false or 0/1",
+    }
+}
+
+/// How many of v0.9x's per-ACK steps an ACK of `acked` segments takes: one, or one per segment
+/// with `per_segment` (lia.rs explains).
+pub(crate) fn steps(per_segment: bool, acked: u32) -> u32 {
+    if per_segment {
+        acked.max(1)
+    } else {
+        1
+    }
+}
+
+/// One v0.9x congestion-avoidance step (`mptcp_ccc_cong_avoid`, `mptcp_balia_cong_avoid`): with
+/// the counter at `acks_per_packet`, cwnd grows by one within the clamp and the counter restarts;
+/// else the counter counts this step. True when cwnd grew (the caller then recomputes).
+pub(crate) fn step(tp: &mut TcpSock, acks_per_packet: u64) -> bool {
+    if tp.snd_cwnd_cnt as u64 >= acks_per_packet {
+        let grew = tp.snd_cwnd < tp.snd_cwnd_clamp;
+        if grew {
+            tp.set_cwnd(tp.snd_cwnd + 1);
+        }
+        tp.snd_cwnd_cnt = 0;
+        grew
+    } else {
+        tp.snd_cwnd_cnt += 1;
+        false
+    }
+}
 
 /// `mptcp_*_sk_can_send`: the subflow may send and has an RTT sample.
 pub(crate) fn sendable(v: &SubflowView) -> bool {

@@ -48,7 +48,7 @@
 //! gives alpha = 1 here; `mptcp_ccc_init` on a subflow joining later resets the connection's
 //! alpha to 1 in the kernel, here the joining subflow adopts the connection's value.
 
-use super::coupled::{sendable, Clock, Peers, Shared};
+use super::coupled::{self, sendable, Clock, Peers, Shared};
 use super::params::ParamReader;
 use super::reno::{tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd, tcp_slow_start};
 use super::{AlgorithmInfo, CaEvent, CaState, CcError, CongestionControl, ParamInfo, ParamValue};
@@ -79,13 +79,7 @@ pub fn info() -> AlgorithmInfo {
                       its events); true: RFC 6356 in floating point per packet acked, alpha \
                       recomputed every ACK; true/false or 0/1",
             },
-            ParamInfo {
-                name: "per_segment",
-                default: ParamValue::Bool(false),
-                doc: "false: the kernel form counts one step per ACK, as v0.9x does; true: one \
-                      step per segment the ACK covers, as 6.18's Reno counts (no effect with \
-                      exact = true, which is per segment already); true/false or 0/1",
-            },
+            coupled::per_segment_param(),
         ],
         preset_params: Params::new(),
     }
@@ -260,8 +254,7 @@ impl CongestionControl for Lia {
             self.clock.write(&mut self.forced, 0);
         }
         // v0.9x steps once per ACK; `per_segment`: once per segment acked (module doc).
-        let steps = if self.per_segment { acked.max(1) } else { 1 };
-        for _ in 0..steps {
+        for _ in 0..coupled::steps(self.per_segment, acked) {
             let acks_per_packet = if self.peers.cnt_established() > 1 {
                 // "This may happen if ... initializing alpha failed": alpha 0 counts as 1.
                 let alpha = self.alpha.value.max(1);
@@ -269,14 +262,8 @@ impl CongestionControl for Lia {
             } else {
                 tp.snd_cwnd as u64
             };
-            if tp.snd_cwnd_cnt as u64 >= acks_per_packet {
-                if tp.snd_cwnd < tp.snd_cwnd_clamp {
-                    tp.set_cwnd(tp.snd_cwnd + 1);
-                    self.recalc_alpha(tp);
-                }
-                tp.snd_cwnd_cnt = 0;
-            } else {
-                tp.snd_cwnd_cnt += 1;
+            if coupled::step(tp, acks_per_packet) {
+                self.recalc_alpha(tp);
             }
         }
     }

@@ -40,7 +40,7 @@
 //! `exact = true`: the same sets and inputs, the paper's increase in floating point, per packet
 //! acked, with a fractional credit that keeps its excess (positive or negative).
 
-use super::coupled::{crt_cwnd, sendable, Peers};
+use super::coupled::{self, crt_cwnd, sendable, Peers};
 use super::params::ParamReader;
 use super::reno::{tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd, tcp_slow_start};
 use super::SubflowView;
@@ -66,13 +66,7 @@ pub fn info() -> AlgorithmInfo {
                       reset at +-1 packet); true: the paper's increase in floating point per \
                       packet acked; true/false or 0/1",
             },
-            ParamInfo {
-                name: "per_segment",
-                default: ParamValue::Bool(false),
-                doc: "false: the kernel form counts one step per ACK, as v0.9x does; true: one \
-                      step per segment the ACK covers, as 6.18's Reno counts (no effect with \
-                      exact = true, which is per segment already); true/false or 0/1",
-            },
+            coupled::per_segment_param(),
         ],
         preset_params: Params::new(),
     }
@@ -315,7 +309,7 @@ impl CongestionControl for Olia {
             self.increase_exact(tp, acked);
         } else {
             // v0.9x steps once per ACK; `per_segment`: once per segment acked (lia.rs).
-            let steps = if self.per_segment { acked.max(1) } else { 1 };
+            let steps = coupled::steps(self.per_segment, acked);
             for _ in 0..steps {
                 self.increase_fixed(tp);
             }

@@ -63,29 +63,7 @@ fn lia_alpha_matches_rfc6356_in_fixed_point() {
 /// Run `rounds` RTTs of a connection: each subflow gets one ACK per packet of its window, the
 /// subflows interleaved, `set_subflows` before each ACK. Returns the final windows.
 fn run_rtts(ccs: &mut [Box<dyn CongestionControl>], tps: &mut [TcpSock], rounds: usize) {
-    let n = ccs.len();
-    for _ in 0..rounds {
-        let windows: Vec<u32> = tps.iter().map(|t| t.snd_cwnd).collect();
-        let most = *windows.iter().max().unwrap();
-        for k in 0..most {
-            for i in 0..n {
-                if k >= windows[i] {
-                    continue;
-                }
-                let views: Vec<SubflowView> = (0..n)
-                    .map(|j| {
-                        let mut v = view(tps[j].snd_cwnd, 1);
-                        v.srtt_us = tps[j].srtt_us;
-                        v.ssthresh_pkts = tps[j].snd_ssthresh;
-                        v.cc_state = ccs[j].coupled_state();
-                        v
-                    })
-                    .collect();
-                ccs[i].set_subflows(&views, i);
-                ack(ccs[i].as_mut(), &mut tps[i]);
-            }
-        }
-    }
+    run_rtts_acking(ccs, tps, rounds, 1);
 }
 
 /// A connection in congestion avoidance, as after a loss: each subflow has changed CA state
