@@ -41,32 +41,32 @@ SEED = int(os.environ.get("CCLAB_KILL_SEED", "18"))
 DURATION_S = 3.0
 PHASES = ("startup", "mid", "teardown")
 
-BPF_SCENARIO = f"""name = 'kill'
+
+def _path(name: str) -> str:
+    """The two scenarios' shared head: a 20 Mbit/s bottleneck, DURATION_S long."""
+    return f"""name = '{name}'
 duration_s = {DURATION_S}
 [bottleneck]
 rate_bps = '20Mbps'
 delay_ms = 10
 queue_pkts = 100
-[[flows]]
+"""
+
+
+BPF_SCENARIO = _path("kill") + """[[flows]]
 cc = 'cubic-ios'
-cc_params = {{ hystart = 0 }}
+cc_params = { hystart = 0 }
 max_cwnd_pkts = 40
 [[flows]]
 transport = 'udp'
 rate_bps = '1Mbps'
 """
 
-MW_SCENARIO = f"""name = 'killmw'
-duration_s = {DURATION_S}
-[bottleneck]
-rate_bps = '20Mbps'
-delay_ms = 10
-queue_pkts = 100
-[[flows]]
+MW_SCENARIO = _path("killmw") + """[[flows]]
 cc = 'cubic'
 [middleware]
 candidate_rule = 'table_only'
-table = [{{ from_ratio_rtt_ms = 0, upper_pkts = 30, lower_pkts = 25 }}]
+table = [{ from_ratio_rtt_ms = 0, upper_pkts = 30, lower_pkts = 25 }]
 """
 
 NEXT_RUN = """name = 'next'

@@ -304,21 +304,15 @@ fn info_build_and_errors() {
         .source
         .contains("xnu-11417.101.15 bsd/netinet/tcp_cubic.c"));
     let names: Vec<_> = i.params.iter().map(|p| p.name).collect();
+    let sysctls = [
+        "cubic_minor_fixes",
+        "cubic_rfc_compliant",
+        "cubic_use_minrtt",
+        "flow_control_response",
+    ];
     assert_eq!(
         names,
-        [
-            "cubic_minor_fixes",
-            "cubic_rfc_compliant",
-            "cubic_use_minrtt",
-            "flow_control_response",
-            "tcp_friendliness",
-            "friendly_ai_above_wmax",
-            "fast_convergence",
-            "last_max_from_ssthresh",
-            "bytes_acked_carry",
-            "ssthresh_round_to_mss",
-            "hystart"
-        ]
+        [&sysctls[..], &super::tests_switches::SWITCHES[..]].concat()
     );
     assert_eq!(
         build_any("cubic-xnu", &Params::new()).unwrap().name(),

@@ -36,6 +36,18 @@ fn epoch(cc: &mut XnuCubic, rounds: u32, rtt_ms: u32) -> Vec<(u32, u32)> {
 /// Without the Reno-friendly window cwnd never grows past the cubic curve (by more than the
 /// one segment an ACK may add); with it (XNU) the Reno window, 1 MSS per RTT at W(last_max),
 /// runs well ahead of the curve's first seconds (C t^3: 3.2 packets after 2 s).
+/// cclab's switches, each turning one of XNU's differences from Linux off, in `info()`'s order
+/// after XNU's own sysctls.
+pub(super) const SWITCHES: [&str; 7] = [
+    "tcp_friendliness",
+    "friendly_ai_above_wmax",
+    "fast_convergence",
+    "last_max_from_ssthresh",
+    "bytes_acked_carry",
+    "ssthresh_round_to_mss",
+    "hystart",
+];
+
 #[test]
 fn no_tcp_friendliness_never_above_the_cubic_curve() {
     let mut off = with(|p| p.tcp_friendliness = false);
@@ -158,16 +170,7 @@ fn switches_are_listed_parsed_and_default_to_xnu() {
         d.last_max_from_ssthresh && d.bytes_acked_carry && d.ssthresh_round_to_mss && !d.hystart
     );
     let names: Vec<_> = info().params.iter().map(|p| p.name).collect();
-    let switches = [
-        "tcp_friendliness",
-        "friendly_ai_above_wmax",
-        "fast_convergence",
-        "last_max_from_ssthresh",
-        "bytes_acked_carry",
-        "ssthresh_round_to_mss",
-        "hystart",
-    ];
-    for n in switches {
+    for n in SWITCHES {
         assert!(names.contains(&n), "{n} listed");
         let p: Params = [(n.to_string(), ParamValue::Int(1))].into_iter().collect();
         assert!(build_any("cubic-xnu", &p).is_ok(), "{n} = 1 accepted");
