@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ProcessPoolExecutor
 
-from cclab.study.executors import DIED, WINDOW_PER_WORKER, each_local, run_local
+from cclab.study.executors import DIED, WINDOW_PER_WORKER, each_local
 
 
 def _square(x: int) -> int:
@@ -48,14 +48,21 @@ def test_every_result_once_with_a_bounded_window(monkeypatch):
     assert most[0] <= WINDOW_PER_WORKER * 2
 
 
+def run_local(fn, items, jobs, on_error):
+    """``each_local``'s results in the items' order."""
+    out = [None] * len(items)
+    each_local(fn, items, jobs, out.__setitem__, on_error)
+    return out
+
+
 def test_a_dead_worker_among_many_loses_only_its_item():
-    out = run_local(_dies_on_13, list(range(60)), 2, lambda: None, lambda x, e: ("failed", x, e))
+    out = run_local(_dies_on_13, list(range(60)), 2, lambda x, e: ("failed", x, e))
     assert out[13] == ("failed", 13, DIED)
     assert [r for i, r in enumerate(out) if i != 13] == [i * i for i in range(60) if i != 13]
 
 
 def test_an_exception_is_that_items_error_on_one_or_many_workers():
     for jobs in (1, 2):
-        out = run_local(_raises_on_5, list(range(8)), jobs, lambda: None, lambda x, e: e)
+        out = run_local(_raises_on_5, list(range(8)), jobs, lambda x, e: e)
         assert out[5] == "ValueError: five" and out[:5] == [0, 1, 2, 3, 4] and out[6:] == [6, 7]
 

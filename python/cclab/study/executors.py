@@ -18,7 +18,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterator, Sequence
 
-__all__ = ["each_local", "each_ray", "run_local", "run_ray", "EXECUTORS"]
+__all__ = ["each_local", "each_ray", "EXECUTORS"]
 
 EXECUTORS = ("local", "ray")
 
@@ -152,24 +152,3 @@ def each_ray(fn: Callable[[Any], Any], items: Sequence[Any], sink: Sink, on_erro
                 out = on_error(items[i], f"{type(e).__name__}: {e}")
             sink(i, out)
 
-
-def _collect(each: Callable[[Sink], None], n: int, tick: Callable[[], None]) -> list[Any]:
-    out: list[Any] = [None] * n
-
-    def sink(i: int, r: Any) -> None:
-        out[i] = r
-        tick()
-
-    each(sink)
-    return out
-
-
-def run_local(fn: Callable[[Any], Any], items: Sequence[Any], jobs: int | None, tick: Callable[[], None],
-              on_error: OnError) -> list[Any]:
-    """``[fn(x) for x in items]`` by :func:`each_local` (every result held: for small runs)."""
-    return _collect(lambda sink: each_local(fn, items, jobs, sink, on_error), len(items), tick)
-
-
-def run_ray(fn: Callable[[Any], Any], items: Sequence[Any], tick: Callable[[], None], on_error: OnError) -> list[Any]:
-    """``[fn(x) for x in items]`` by :func:`each_ray` (every result held: for small runs)."""
-    return _collect(lambda sink: each_ray(fn, items, sink, on_error), len(items), tick)
