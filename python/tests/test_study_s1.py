@@ -111,15 +111,15 @@ def test_mac_columns_come_from_each_station_s_counters() -> None:
 
 
 def test_on_the_kernel_every_grid_run_has_a_simulator_twin_and_the_report_pairs_them(tmp_path: Path) -> None:
-    from cclab.study.s1_parity import TWIN_PART, middleware_gains, parity_table
+    from cclab.study.s1_parity import middleware_gains, parity_table
 
     specs = plan(S1Config.make(quick=True, backend="kernel"))
     kernel = [s for s in specs if s.backend == "kernel"]
-    twins = [s for s in specs if dict(s.labels)["part"] == TWIN_PART]
+    twins = [s for s in specs if dict(s.labels).get("backend") == "sim"]
     assert kernel and len(twins) == len(kernel) and not [s for s in specs if dict(s.labels)["part"] == "ablation"]
     for k, t in zip(kernel, twins):
         assert t.backend == "sim" and (t.source, t.overrides, t.seed) == (k.source, k.overrides, k.seed)
-        assert dict(t.labels) == dict(k.labels) | {"part": TWIN_PART, "twin_of": dict(k.labels)["part"]}
+        assert dict(k.labels)["backend"] == "kernel" and dict(t.labels) == dict(k.labels) | {"backend": "sim"}
         assert t.key() != k.key()
     # Pairing: a kernel run 10 % above its twin reads 1.10; the gains are per backend.
     rows = []
@@ -127,7 +127,7 @@ def test_on_the_kernel_every_grid_run_has_a_simulator_twin_and_the_report_pairs_
         lab = dict(k.labels)
         sim = 10.0 + lab["n_terminals"] + (2.0 if lab["variant"] == "improved" else 0.0)
         rows.append(lab | {"ok": True, "total_mbps": 1.1 * sim, "jain": 0.9})
-        rows.append(lab | {"part": TWIN_PART, "twin_of": lab["part"], "ok": True, "total_mbps": sim, "jain": 0.8})
+        rows.append(lab | {"backend": "sim", "ok": True, "total_mbps": sim, "jain": 0.8})
     rows.append(dict(kernel[0].labels) | {"ok": False, "total_mbps": float("nan"), "jain": float("nan")})
     p = parity_table(pd.DataFrame(rows))
     assert len(p) == len(kernel) and p["kernel_over_sim"].round(9).eq(1.1).all()
@@ -136,4 +136,4 @@ def test_on_the_kernel_every_grid_run_has_a_simulator_twin_and_the_report_pairs_
     assert g.loc[("none", "smartphone", 3), "throughput_gain_sim"] == pytest.approx(2 / 13)
     assert g.loc[("none", "smartphone", 3), "throughput_gain_kernel"] == pytest.approx(2 / 13)
     assert (g["fairness_gain_kernel"] == 0).all()
-    assert parity_table(pd.DataFrame([r for r in rows if r["part"] != TWIN_PART])).empty
+    assert parity_table(pd.DataFrame([r for r in rows if r["backend"] != "sim"])).empty

@@ -32,7 +32,7 @@ import pandas as pd
 from .aggregate import aggregate, write_table
 from .grid import RunSpec, derive_seed
 from .s1_stagger import beside_the_paper, stagger_figure, stagger_gains
-from .s1_parity import TWIN_PART, middleware_gains, parity_figure, parity_table
+from .s1_parity import middleware_gains, parity_figure, parity_table
 from .s1_mac import MAC_RUN_METRICS, add_mac_columns, stations_table
 from .s1_scenarios import TERMINALS, s1_scenario
 from .sweep import SweepResult, run_sweep
@@ -172,9 +172,10 @@ def plan(cfg: S1Config) -> list[RunSpec]:
                                                     "n_terminals": n, "variant": v, "rep": rep},
                                            keep_trace=(rep == 0 and n == max(cfg.middleware_n)), backend=cfg.backend))
     if cfg.backend == "kernel":
-        # Each kernel run's simulator twin: the same scenario and seed (``s1_parity``).
-        specs += [dataclasses.replace(s, backend="sim", keep_trace=False, labels=(
-            *((k, TWIN_PART if k == "part" else v) for k, v in s.labels), ("twin_of", dict(s.labels)["part"])))
+        # Each kernel run's simulator twin: the same scenario and seed, each labelled with its
+        # backend as S2's and S4's kernel parts are (``s1_parity``).
+        specs = [dataclasses.replace(s, labels=(*s.labels, ("backend", "kernel"))) for s in specs] + [
+            dataclasses.replace(s, backend="sim", keep_trace=False, labels=(*s.labels, ("backend", "sim")))
             for s in specs]
     for rates in cfg.rates if cfg.stagger_s else []:
         for terminal in TERMINALS:
@@ -286,9 +287,11 @@ def run_s1(out_dir: str | Path, cfg: S1Config, progress: Callable[[int, int], No
     t0 = time.perf_counter()
     sweep = run_sweep(plan(cfg), out / "cache", cfg.jobs, cfg.executor, progress)
     runs = add_mac_columns(_per_run(sweep.runs))
+    # The study's own runs: on the kernel backend the simulator twins are only for the parity.
+    own = runs[runs["backend"] != "sim"] if "backend" in runs else runs
     metrics = ["total_mbps", "jain", *MAC_RUN_METRICS]
     def agg(part: str, by: list[str]) -> pd.DataFrame:
-        rows = runs[runs["part"] == part] if "part" in runs else runs.iloc[0:0]
+        rows = own[own["part"] == part] if "part" in own else own.iloc[0:0]
         return aggregate(rows, by, metrics) if len(rows) else pd.DataFrame()
 
     scaling = agg("scaling", ["rates", "terminal", "n_terminals"])
@@ -300,8 +303,8 @@ def run_s1(out_dir: str | Path, cfg: S1Config, progress: Callable[[int, int], No
         ablation = ablation.sort_values(["ablation", "n_terminals"], key=lambda s: s.map(order) if s.name == "ablation" else s)
     collapse = collapse_table(ablation) if len(ablation) else pd.DataFrame()
     compare = beside_the_paper(compare_with_paper(middleware) if len(middleware) else pd.DataFrame(), stagger)
-    per_terminal = runs[runs["part"] == "middleware"].drop(columns=["key"], errors="ignore")
-    grids = runs[runs["part"].isin(["scaling", "middleware"])] if "part" in runs else runs.iloc[0:0]
+    per_terminal = own[own["part"] == "middleware"].drop(columns=["key"], errors="ignore")
+    grids = own[own["part"].isin(["scaling", "middleware"])] if "part" in own else own.iloc[0:0]
     stations = stations_table(grids, ["part", "rates", "terminal", "n_terminals", "variant"]) if len(grids) else \
         pd.DataFrame()
     tables = {
@@ -320,7 +323,7 @@ def run_s1(out_dir: str | Path, cfg: S1Config, progress: Callable[[int, int], No
         tables |= {"kernel_parity": write_table(parity, out / "tables" / "kernel_parity"),
                    "kernel_parity_gains": write_table(gains, out / "tables" / "kernel_parity_gains")}
     figures = s1_figures.draw_all(out / "figures", scaling, middleware, ablation, per_terminal, sweep,
-                                  runs[runs["part"] == "middleware"])
+                                  own[own["part"] == "middleware"])
     if (fig := parity_figure(parity, out / "figures" / "kernel_parity")) is not None:
         figures["kernel_parity"] = fig
     if (fig := stagger_figure(stagger, out / "figures" / "stagger")) is not None:

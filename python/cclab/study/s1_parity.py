@@ -1,8 +1,8 @@
 """S1 on the kernel beside the simulator.
 
 With ``backend = "kernel"`` every kernel run of the scaling and middleware grids has a simulator
-twin: the same scenario and seed, run by the simulator (part ``sim_twin``, label ``twin_of``
-naming the grid). This module pairs them: per grid point the mean total throughput and Jain's
+twin: the same scenario and seed, run by the simulator; each carries a ``backend`` label, as S2's
+and S4's kernel parts do. This module pairs them: per grid point the mean total throughput and Jain's
 index on each backend, their ratio, and the middleware's gain (improved over off) on each; and a
 figure of total throughput against N on both backends.
 """
@@ -16,30 +16,18 @@ import pandas as pd
 
 from .s1_figures import per_rate_control
 
-__all__ = ["TWIN_PART", "parity_table", "middleware_gains", "parity_figure"]
+__all__ = ["parity_table", "middleware_gains", "parity_figure"]
 
-#: The ``part`` label of a kernel run's simulator twin.
-TWIN_PART = "sim_twin"
 _KEYS = ["part", "rates", "terminal", "n_terminals", "variant"]
-
-
-def _backend_rows(runs: pd.DataFrame) -> pd.DataFrame:
-    """The grids' runs with a ``backend`` column: kernel runs as they are, twins under their grid's
-    part name."""
-    if runs.empty or "part" not in runs:
-        return runs.iloc[0:0]
-    ok = runs[runs["ok"].astype(bool)]
-    kernel = ok[ok["part"].isin(["scaling", "middleware"])].assign(backend="kernel")
-    twin = ok[ok["part"] == TWIN_PART]
-    twin = twin.assign(part=twin["twin_of"], backend="sim") if "twin_of" in twin else twin.iloc[0:0]
-    return pd.concat([kernel, twin], ignore_index=True)
 
 
 def parity_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Per grid point: runs on each backend, mean total (Mbit/s) and Jain's index on each, and
     kernel over simulator. Empty when no run has a twin."""
-    rows = _backend_rows(runs)
-    if rows.empty or set(rows["backend"]) != {"kernel", "sim"}:
+    if runs.empty or not {"part", "backend"} <= set(runs.columns):
+        return pd.DataFrame()
+    rows = runs[runs["ok"].astype(bool) & runs["part"].isin(["scaling", "middleware"]) & runs["backend"].notna()]
+    if set(rows["backend"]) != {"kernel", "sim"}:
         return pd.DataFrame()
     g = rows.groupby([*_KEYS, "backend"], sort=False).agg(runs=("total_mbps", "size"),
                                                          total_mbps=("total_mbps", "mean"), jain=("jain", "mean"))
