@@ -51,10 +51,12 @@ def _mixes() -> dict[str, dict[str, Any]]:
     out["trace-ack"] = {**base, "sim": {"trace": "ack"}, "flows": [{"cc": "cubic", "size_bytes": 2_000_000}]}
     # Windows of 10^4 to 10^5 segments (the retransmission queue's indices, tcp/skb.rs): a huge
     # initial window into a small queue; large windows at 2 Gbit/s with bursts of loss, a delay
-    # spike (spurious RTOs and undos), SACK and NewReno, CUBIC and BBR.
-    out["window-initial"] = {"duration_s": 1, "bottleneck": {"rate_bps": 1e9, "delay_ms": 5, "queue_pkts": 50},
+    # spike (spurious RTOs and undos), SACK and NewReno, CUBIC and BBR. No send buffer: Linux's
+    # 4 MiB tcp_wmem[2] would cap the flights at about 2800 segments (tcp/sndbuf.rs).
+    out["window-initial"] = {"duration_s": 1, "host": {"sndbuf": "unlimited"},
+                             "bottleneck": {"rate_bps": 1e9, "delay_ms": 5, "queue_pkts": 50},
                              "flows": [{"cc": "cubic", "initial_cwnd_pkts": 100_000}]}
-    out["window-large"] = {"duration_s": 4, "bottleneck": {
+    out["window-large"] = {"duration_s": 4, "host": {"sndbuf": "unlimited"}, "bottleneck": {
         "rate_bps": 2e9, "delay_ms": 40, "queue_pkts": 15000,
         "loss_model": {"kind": "gilbert_elliott", "p_good_bad": 2e-5, "p_bad_good": 0.05, "loss_bad": 0.5},
         "delay_spikes": [{"start_s": 2.5, "duration_s": 0.3, "extra_delay_ms": 300}]},

@@ -148,6 +148,8 @@ Examples:
   sudo cclab fidelity --quick                 # three 10 s cases, about a minute
   sudo cclab fidelity -o out/fidelity         # the whole grid (40 cases, about 30 min per seed)
   sudo cclab fidelity --case cubic-100ms-deep --case reno-10ms-loss1e-3 --seeds 3
+  sudo cclab fidelity --kernel-cache out/kernel-runs   # keep kernel runs; a second call pairs
+                                                       # only the simulator again
 """
 )
 @click.option("--quick", is_flag=True, help="Three short cases (the test suite's).")
@@ -155,7 +157,9 @@ Examples:
 @click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True, help="Seeds 1..N per case.")
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), default="out/fidelity", show_default=True,
               help="fidelity.csv/.parquet and fidelity_cwnd.png go here.")
-def fidelity(quick: bool, cases: tuple[str, ...], seeds: int, out_dir: str) -> None:
+@click.option("--kernel-cache", type=click.Path(file_okay=False), default=None, metavar="DIR",
+              help="Keep each kernel run here and reuse it when the same case, seed and kernel release come again.")
+def fidelity(quick: bool, cases: tuple[str, ...], seeds: int, out_dir: str, kernel_cache: str | None) -> None:
     """The simulator against the kernel on a grid of paired scenarios (root): per case and flow,
     goodput, retransmissions, RTOs, the slow-start exit, mean cwnd, completion time and CUBIC's
     fit, each with its error and target (docs/design.md, "Fidelity")."""
@@ -182,7 +186,8 @@ def fidelity(quick: bool, cases: tuple[str, ...], seeds: int, out_dir: str) -> N
         sys.exit(2)
     with err.status("") as status:
         table = run_fidelity(chosen, list(range(1, seeds + 1)), Path(out_dir),
-                             progress=lambda what: status.update(f"fidelity: {what}"))
+                             progress=lambda what: status.update(f"fidelity: {what}"),
+                             kernel_cache=Path(kernel_cache) if kernel_cache else None)
     t = Table(title=f"simulator vs kernel, paired ({len(chosen)} case(s) x {seeds} seed(s)); targets: "
                     + ", ".join(f"{k} {v:g}" for k, v in TARGETS.items()))
     for col in ("case", "seed", "flow", "metric", "simulator", "kernel", "error", "target"):

@@ -13,7 +13,10 @@ its target (``TARGETS``).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import platform
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -21,7 +24,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-__all__ = ["Case", "TARGETS", "grid", "paired", "compare_case", "run_fidelity"]
+__all__ = ["Case", "TARGETS", "grid", "paired", "compare_case", "run_fidelity", "KernelRuns"]
 
 #: Targets (issue 13 part 4): relative error for goodput, the slow-start exit window and
 #: completion time; relative error of CUBIC's c; absolute error of beta.
@@ -174,15 +177,57 @@ def kernel_hystart(summary: dict[str, Any], flows: list[dict[str, Any]]) -> str:
     return "delay" if c["TCPHystartDelayDetect"] else "none"
 
 
-def compare_case(case: Case, seed: int = 1) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Run one case on the kernel, then paired on the simulator: one row per flow and metric
-    (simulator, kernel, error, target met), and both runs' cwnd traces for the figure."""
-    from .kernel.backend import run_kernel
+@dataclass
+class KernelRun:
+    """What the comparison reads of a kernel run: its flows trace and its summary."""
+
+    flows: pd.DataFrame
+    summary: dict[str, Any]
+
+
+class KernelRuns:
+    """Kernel runs kept in ``root`` and reused when the same scenario (seed included) comes
+    again on the same kernel release, so the simulator side of a grid can be paired again after
+    a change to the simulator without running the kernel again (``cclab fidelity
+    --kernel-cache DIR``). A kernel run depends on the machine's load (docs/design.md,
+    "Fidelity"): keep runs made on a quiet machine. Without ``root`` every case runs."""
+
+    def __init__(self, root: Path | None = None):
+        self.root = root
+
+    def _dir(self, d: dict[str, Any]) -> Path | None:
+        if self.root is None:
+            return None
+        key = json.dumps({"scenario": d, "kernel": platform.release()}, sort_keys=True, default=str)
+        return self.root / f"{d.get('name', 'case')}-seed{d.get('seed')}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+    def get(self, d: dict[str, Any]) -> KernelRun:
+        """The kernel run of scenario dict ``d``: from the cache, or run now (root) and kept."""
+        where = self._dir(d)
+        if where is not None and (where / "summary.json").is_file():
+            return KernelRun(pd.read_parquet(where / "traces.parquet"), json.loads((where / "summary.json").read_text()))
+        from .kernel.backend import run_kernel
+        from .scenario import load_scenario
+
+        k = run_kernel(load_scenario(d))
+        if where is not None:
+            tmp = where.with_name(where.name + ".part")
+            tmp.mkdir(parents=True, exist_ok=True)
+            k.flows.to_parquet(tmp / "traces.parquet", index=False)
+            (tmp / "summary.json").write_text(json.dumps(k.summary, allow_nan=True, default=str))
+            tmp.rename(where)  # complete or absent: a killed run leaves only a .part directory
+        return KernelRun(k.flows, k.summary)
+
+
+def compare_case(case: Case, seed: int = 1, kernel_runs: KernelRuns | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Run one case on the kernel (or take its run from ``kernel_runs``), then paired on the
+    simulator: one row per flow and metric (simulator, kernel, error, target met), and both
+    runs' cwnd traces for the figure."""
     from .scenario import load_scenario
     from .sim import simulate
 
     d = {**case.scenario, "seed": seed}
-    k = run_kernel(load_scenario(d))
+    k = (kernel_runs or KernelRuns()).get(d)
     s = simulate(load_scenario(paired(d, k.summary)))
     loss = bool(d["bottleneck"].get("loss"))
     hystart = kernel_hystart(k.summary, d["flows"])
@@ -227,17 +272,19 @@ def _figure(traces: dict[str, dict[str, Any]], path: Path) -> None:
 
 
 def run_fidelity(cases: list[Case], seeds: list[int], out_dir: Path | None = None,
-                 progress: Callable[[str], None] | None = None) -> pd.DataFrame:
+                 progress: Callable[[str], None] | None = None, kernel_cache: Path | None = None) -> pd.DataFrame:
     """Every case x seed; writes ``fidelity.csv``/``.parquet`` and ``fidelity_cwnd.png`` (the
     first seed's cwnd, simulator over kernel, per case) into ``out_dir``. A case that fails on
-    either backend is reported in a row with ``metric = "error"`` and the others go on."""
+    either backend is reported in a row with ``metric = "error"`` and the others go on. With
+    ``kernel_cache``, kernel runs are kept there and reused (``KernelRuns``)."""
+    kernel_runs = KernelRuns(kernel_cache)
     frames, traces = [], {}
     for case in cases:
         for seed in seeds:
             if progress:
                 progress(f"{case.name} seed {seed}")
             try:
-                df, tr = compare_case(case, seed)
+                df, tr = compare_case(case, seed, kernel_runs)
             except Exception as e:  # noqa: BLE001 (a failed case is reported; the others run)
                 df = pd.DataFrame([{"case": case.name, "kind": case.kind, "seed": seed, "flow": "", "metric": "error",
                                     "simulator": math.nan, "kernel": math.nan, "error": math.nan,

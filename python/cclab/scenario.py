@@ -388,6 +388,21 @@ class HostStack(_Model):
     #: Linux's skb building for unpaced sockets (tcp_tso_autosize) and tcp_tso_should_defer;
     #: default off (one segment per skb without a device, never deferred).
     tso_defer: bool | None = None
+    #: The socket send buffer: linux (6.18's sk_sndbuf, tcp_sndbuf_expand and a poll()-driven
+    #: writer of 64 KiB, the default) or unlimited (the application has written everything;
+    #: simulator only).
+    sndbuf: Literal["linux", "unlimited"] | None = None
+    #: net.ipv4.tcp_wmem: [min, default, max] bytes (Linux: [4096, 16384, 4194304]); max caps
+    #: how far the send buffer grows. The kernel backend sets it in the host's namespace.
+    tcp_wmem_bytes: tuple[int, int, int] | None = None
+
+    @field_validator("tcp_wmem_bytes", mode="after")
+    @classmethod
+    def _wmem(cls, v: Any) -> Any:
+        if v is not None and not (0 < v[0] <= v[1] <= v[2] <= 2**31 - 1):
+            raise ValueError(f"{list(v)} is not accepted: [min, default, max] with 0 < min <= default <= max "
+                             "<= 2147483647 (Linux: [4096, 16384, 4194304])")
+        return v
 
     @field_validator("device_rate_bps", "tsq_limit_bytes", mode="after")
     @classmethod

@@ -9,6 +9,7 @@ import shutil
 
 import pytest
 
+import cclab
 from cclab.fidelity import TARGETS, _error, grid, kernel_hystart, paired, run_fidelity
 
 from .conftest import needs_core
@@ -81,3 +82,51 @@ def test_the_quick_grid_meets_its_targets(tmp_path) -> None:
     # Reno's slow-start exit (its first loss) within 10 %.
     assert got.loc[("reno-10ms-loss1e-3", "ss_exit_pkts"), "target_met"] is True
     assert (tmp_path / "fidelity.csv").exists() and (tmp_path / "fidelity_cwnd.png").stat().st_size > 10_000
+
+
+def test_kernel_runs_are_kept_and_reused(tmp_path, monkeypatch) -> None:
+    """``--kernel-cache``: the kernel side of a case runs once; a second comparison (after a
+    change to the simulator) reads it back, and another seed or scenario runs again."""
+    import pandas as pd
+
+    import cclab.kernel.backend as backend
+    from cclab.fidelity import KernelRuns, compare_case
+
+    case = grid(quick=True)[0]
+    sim = cclab.simulate({**case.scenario, "seed": 1})
+    calls = []
+
+    class Fake:
+        flows, summary = sim.flows, {**sim.summary, "kernel_clock": None}
+
+    def fake_run_kernel(sc, seed=None, **kw):
+        calls.append(sc.seed)
+        return Fake()
+
+    monkeypatch.setattr(backend, "run_kernel", fake_run_kernel)
+    runs = KernelRuns(tmp_path / "kc")
+    first, _ = compare_case(case, 1, runs)
+    again, _ = compare_case(case, 1, runs)
+    assert calls == [1]
+    pd.testing.assert_frame_equal(first, again)
+    compare_case(case, 2, runs)
+    assert calls == [1, 2]
+    assert len([p for p in (tmp_path / "kc").iterdir() if not p.name.endswith(".part")]) == 2
+
+
+@root_only
+def test_the_send_buffer_caps_the_flight_on_both_backends(tmp_path) -> None:
+    """``reno-550ms-deep`` for 25 s, paired: Linux's 4 MiB ``tcp_wmem[2]`` keeps the flight near
+    1800 segments on the kernel, and the simulator's send buffer does the same (before it, the
+    simulator filled the 2-BDP queue and retransmitted 2775 segments)."""
+    from cclab.fidelity import Case, compare_case
+
+    case = {c.name: c for c in grid()}["reno-550ms-deep"]
+    short = Case(case.name, {**case.scenario, "duration_s": 25}, case.kind)
+    rows, traces = compare_case(short, 1)
+    got = rows.set_index("metric")
+    print(rows.to_string())
+    assert got.loc["retrans_pkts", "kernel"] == 0 and got.loc["retrans_pkts", "simulator"] == 0
+    assert got.loc["goodput_mbps", "target_met"] is True
+    peak = {b: float(tr["cwnd_pkts"].max()) for b, tr in traces.items()}
+    assert peak["simulator"] == pytest.approx(peak["kernel"], rel=0.05), peak

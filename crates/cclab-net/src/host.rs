@@ -25,6 +25,34 @@ pub const PAPER_TSQ_FLOOR_BYTES: u64 = 8704;
 pub const PAPER_FIXED_LIMIT_BYTES: u64 = 131_072;
 /// `txqueuelen` of an Ethernet device (`ether_setup`) and the paper's interface queue.
 pub const DEFAULT_DEVICE_QUEUE_PKTS: u32 = 1000;
+/// `net.ipv4.tcp_wmem` of Linux 6.18 (net/ipv4/tcp.c `tcp_init`, `tcp_sk_init`): the smallest
+/// send buffer, a new socket's, and the most `tcp_sndbuf_expand` grows it to.
+pub const LINUX_TCP_WMEM_BYTES: [u64; 3] = [4096, 16384, 4 << 20];
+
+/// Whether a TCP socket's send buffer limits what its application has written ahead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SndbufMode {
+    /// Linux 6.18: `sk_sndbuf` starts at `tcp_wmem[1]`, grows by `tcp_sndbuf_expand` to at most
+    /// `tcp_wmem[2]`, and the application (a poll()-driven writer of 64 KiB, as cclab's kernel
+    /// traffic sender and iperf3) writes only while `sk_stream_is_writeable`, i.e. while at most
+    /// 2/3 of `sk_sndbuf` is queued (`crates/cclab-sim/src/tcp/sndbuf.rs`).
+    #[default]
+    Linux,
+    /// No send buffer: the application has written all its data at once (cclab before the
+    /// model, and an ablation); the kernel backend has no such setting.
+    Unlimited,
+}
+
+impl SndbufMode {
+    /// Its name in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            SndbufMode::Linux => "linux",
+            SndbufMode::Unlimited => "unlimited",
+        }
+    }
+}
 
 /// How the bytes a socket may have below TCP are limited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -100,6 +128,12 @@ pub struct HostSpec {
     /// for an unpaced socket on a host without a device, never deferred.
     #[serde(default)]
     pub tso_defer: Option<bool>,
+    /// The socket send buffer (default `linux`).
+    #[serde(default)]
+    pub sndbuf: Option<SndbufMode>,
+    /// `net.ipv4.tcp_wmem`: min, default, max bytes (default 4096 16384 4194304).
+    #[serde(default)]
+    pub tcp_wmem_bytes: Option<[u64; 3]>,
 }
 
 /// The interface queue and NIC of one host interface.
@@ -124,6 +158,10 @@ pub struct HostStack {
     pub device: Option<DeviceSpec>,
     /// `tcp_tso_should_defer` (and `tcp_tso_autosize` for unpaced sockets without a device).
     pub tso_defer: bool,
+    /// The socket send buffer.
+    pub sndbuf: SndbufMode,
+    /// `net.ipv4.tcp_wmem`.
+    pub tcp_wmem_bytes: [u64; 3],
 }
 
 impl Default for HostStack {
@@ -165,6 +203,17 @@ impl HostSpec {
                 "0 is not accepted: at least 1 packet",
             ));
         }
+        if let Some([min, default, max]) = self.tcp_wmem_bytes {
+            if min == 0 || min > default || default > max || max > i32::MAX as u64 {
+                return Err(bad(
+                    "tcp_wmem_bytes",
+                    &format!(
+                        "[{min}, {default}, {max}] is not accepted: [min, default, max] with \
+                         0 < min <= default <= max <= 2147483647 (Linux: [4096, 16384, 4194304])"
+                    ),
+                ));
+            }
+        }
         if self.device_queue_pkts.is_some() && self.device_rate_bps.is_none() {
             return Err(bad(
                 "device_queue_pkts",
@@ -199,6 +248,11 @@ impl HostSpec {
                 queue_pkts: queue,
             }),
             tso_defer: self.tso_defer.or(defaults.tso_defer).unwrap_or(false),
+            sndbuf: self.sndbuf.or(defaults.sndbuf).unwrap_or_default(),
+            tcp_wmem_bytes: self
+                .tcp_wmem_bytes
+                .or(defaults.tcp_wmem_bytes)
+                .unwrap_or(LINUX_TCP_WMEM_BYTES),
         }
     }
 }

@@ -432,7 +432,12 @@ impl World {
                     },
                     algo,
                 );
-                let mut sender = sender;
+                // A subflow writes what its connection maps to it, not from a send buffer.
+                let mut sender = if mptcp {
+                    sender.without_send_buffer()
+                } else {
+                    sender
+                };
                 // Without a device, the port queue on a medium it sends onto is its interface queue.
                 let device = match r.sender_device {
                     Some(d) => Some(InterfaceQueue {

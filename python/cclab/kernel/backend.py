@@ -124,6 +124,11 @@ def parity(sc: Scenario) -> list[str]:
                     if g[key] != f[key]:
                         problems.append(f"{where}.{key} = {f[key]} differs from flows[{j}] on the same sender: on "
                                         f"the kernel it is {what}; give the flows their own senders")
+    stacks = sc.lowered().get("stacks", {})
+    for h in sorted({f["sender"] for f in d["flows"] if not is_udp(f)}):
+        if stacks.get(h, {}).get("sndbuf") == "unlimited":
+            problems.append(f"host {h!r}: sndbuf = 'unlimited' is simulator-only (a kernel socket always has a send "
+                            "buffer); raise tcp_wmem_bytes instead, e.g. [4096, 16384, 33554432]")
     problems += rto_plan(d["flows"], clamp_built(), kernel_hz(), middleware_hosts(d)).problems
     _, bpf, _, cubic_problems = cubic_plan(d["flows"])
     problems += cubic_problems
@@ -202,6 +207,12 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
         for host, rmin in rto.sysctl_min_ms.items():  # the sender's own minimum RTO (rto.py)
             knobs[ns[host]]["net/ipv4/tcp_rto_min_us"] = str(int(rmin * 1000))
         for h, st in net.stacks.items():
+            if st.get("tcp_wmem_bytes") and any(f["sender"] == h and not is_udp(f) for f in d["flows"]):
+                # The send buffer's bounds (the simulator's [host] tcp_wmem_bytes); a namespace
+                # otherwise copies the host's at creation, whatever they are. [kernel.sysctls]
+                # still wins (the simulator does not read it).
+                knobs.setdefault(ns[h], {}).setdefault("net/ipv4/tcp_wmem",
+                                                       " ".join(str(int(x)) for x in st["tcp_wmem_bytes"]))
             if st.get("device"):
                 limit = _TSQ_LIMIT_MAX if st.get("tsq") == "off" else st["tsq_limit_bytes"]
                 knobs.setdefault(ns[h], {})["net/ipv4/tcp_limit_output_bytes"] = str(limit)

@@ -26,7 +26,9 @@ const DEFAULT: &str = r#"{
 /// `--window-scaling`: the work per packet as the window grows (issue 18: it must not grow
 /// with it). Two families: a huge initial window into a 50-packet queue at 1 Gbit/s for 1 s
 /// (most of it dropped and resent), and a bulk CUBIC flow over a 100 ms path whose queue is
-/// nine bandwidth-delay products, at 100 Mbit/s to 4 Gbit/s (windows of 10^3 to 10^5).
+/// nine bandwidth-delay products, at 100 Mbit/s to 4 Gbit/s (windows of 10^3 to 10^5). No send
+/// buffer (`host.sndbuf = "unlimited"`): Linux's 4 MiB `tcp_wmem[2]` would cap every flight
+/// at about 2800 segments.
 fn window_scaling() {
     println!(
         "{:<30} {:>8} {:>10} {:>11} {:>9} {:>9}",
@@ -34,7 +36,7 @@ fn window_scaling() {
     );
     let initial = |w: u32| {
         format!(
-            r#"{{"name": "iw", "duration_s": 1.0,
+            r#"{{"name": "iw", "duration_s": 1.0, "host": {{"sndbuf": "unlimited"}},
   "bottleneck": {{"fwd": {{"rate_bps": 1000000000, "delay_ms": 5, "queue_pkts": 50}},
                   "rev": {{"rate_bps": 1000000000, "delay_ms": 5, "queue_pkts": 50}}}},
   "flows": [{{"name": "f", "sender": "sender", "receiver": "receiver", "cc": "cubic",
@@ -43,7 +45,7 @@ fn window_scaling() {
     };
     let bdp = |mbps: u64| {
         format!(
-            r#"{{"name": "bdp", "duration_s": 10.0,
+            r#"{{"name": "bdp", "duration_s": 10.0, "host": {{"sndbuf": "unlimited"}},
   "bottleneck": {{"fwd": {{"rate_bps": {}, "delay_ms": 50, "queue_pkts": {}}},
                   "rev": {{"rate_bps": {}, "delay_ms": 50, "queue_pkts": {}}}}},
   "flows": [{{"name": "f", "sender": "sender", "receiver": "receiver", "cc": "cubic"}}]}}"#,

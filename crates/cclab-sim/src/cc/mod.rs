@@ -235,6 +235,12 @@ pub trait CongestionControl: Send {
         false
     }
 
+    /// `sndbuf_expand`: how many windows `tcp_sndbuf_expand` sizes the send buffer for (2;
+    /// BBR 3).
+    fn sndbuf_expand(&self) -> u32 {
+        2
+    }
+
     /// Whether this algorithm replaces the stock cwnd logic with `cong_control` (as BBR does).
     fn has_cong_control(&self) -> bool {
         false

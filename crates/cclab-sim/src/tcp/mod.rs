@@ -13,6 +13,7 @@ mod sack;
 pub mod segment;
 pub mod sender;
 pub mod skb;
+pub mod sndbuf;
 pub mod sock;
 pub mod sto;
 #[cfg(test)]
@@ -21,6 +22,8 @@ mod tests_rack;
 mod tests_recovery;
 #[cfg(test)]
 mod tests_sack;
+#[cfg(test)]
+mod tests_sndbuf;
 #[cfg(test)]
 mod tests_support;
 #[cfg(test)]

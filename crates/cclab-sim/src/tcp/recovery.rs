@@ -325,12 +325,12 @@ impl Sender {
                 self.tp.high_seq = self.tp.snd_nxt;
                 // Step 2.b. Try send new data (deferred until cwnd is updated in tcp_ack()).
                 let wnd_end = self.tp.snd_una.saturating_add(self.snd_wnd);
-                if self.tp.snd_nxt < self.cfg.size_bytes && wnd_end > self.tp.snd_nxt {
+                if self.tp.snd_nxt < self.write_seq && wnd_end > self.tp.snd_nxt {
                     *rexmit = Rexmit::New;
                     return;
                 }
                 self.frto = false;
-                let why = if self.tp.snd_nxt >= self.cfg.size_bytes {
+                let why = if self.tp.snd_nxt >= self.write_seq {
                     "fin"
                 } else {
                     "no_window"

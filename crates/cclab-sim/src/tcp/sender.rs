@@ -14,9 +14,10 @@
 //!
 //! ECN (RFC 3168, and google/bbr's precise `ecn_low` echo) is in `ecn.rs`.
 //!
-//! Not modelled (we diverge): TSO/GSO (one MSS per skb), Nagle and corking (the application
-//! writes everything at once), cwnd restart after idle, AccECN, path MTU discovery, SACK
-//! reneging. (TCP Small Queues and the device below are in `tsq.rs`.) The handshake is in
+//! The application and the socket send buffer it writes into are in `sndbuf.rs`.
+//!
+//! Not modelled (we diverge): TSO/GSO (one MSS per skb), Nagle and corking (segments are whole
+//! MSS but the last), cwnd restart after idle, AccECN, path MTU discovery, SACK reneging. (TCP Small Queues and the device below are in `tsq.rs`.) The handshake is in
 //! `handshake.rs` (`Sender::init_transfer`); a flow without one starts established with the
 //! initial window after one RTT sample of the idle path (`Sender::syn_rtt_sample`).
 //! `FLAG_ACK_MAYBE_DELAYED` (a lone runt packet's delayed ACK) is never set.
@@ -249,6 +250,13 @@ pub struct Sender {
     pub events: Vec<(u64, SenderEvent, String)>,
     /// The timeouts and their detection (`sto.rs`).
     pub sto: super::sto::StoState,
+    /// `write_seq`: the bytes the application has written so far (all of `size_bytes` from
+    /// the start without a send buffer).
+    pub(crate) write_seq: u64,
+    /// The socket send buffer (`sndbuf.rs`); None: the application wrote everything at once.
+    pub(crate) sndbuf: Option<super::sndbuf::SendBuffer>,
+    /// `snd_cwnd_used`: the most packets out while not cwnd-limited (RFC 2861).
+    pub(crate) snd_cwnd_used: u32,
 }
 
 impl Sender {
@@ -265,6 +273,10 @@ impl Sender {
         // ECN counts as negotiated (the SYN and SYN-ACK carry no ECN flags here).
         tp.ecn_flags = cfg.ecn.initial_flags();
         cc.init(&mut tp);
+        // The MSS before options that TCP_MAXSEG sets (the kernel backend's user_mss).
+        let mss_clamp = cfg.mss_bytes + if cfg.timestamps { 12 } else { 0 };
+        let sndbuf = (cfg.stack.sndbuf == cclab_net::host::SndbufMode::Linux)
+            .then(|| super::sndbuf::SendBuffer::new(&cfg.stack, mss_clamp, cc.sndbuf_expand()));
         Sender {
             tp,
             cc,
@@ -306,8 +318,25 @@ impl Sender {
             below: super::tsq::BelowTcp::new(cfg.stack),
             events: Vec::new(),
             sto: Default::default(),
+            write_seq: if sndbuf.is_some() { 0 } else { cfg.size_bytes },
+            sndbuf,
+            snd_cwnd_used: 0,
             cfg,
         }
+    }
+
+    /// No send buffer: a Multipath TCP subflow sends what its connection maps to it
+    /// ([`Sender::set_write_limit`]).
+    pub fn without_send_buffer(mut self) -> Self {
+        self.sndbuf = None;
+        self.write_seq = self.cfg.size_bytes;
+        self
+    }
+
+    /// The data this sender may send ends at `seq` (a Multipath TCP subflow's mapping).
+    pub fn set_write_limit(&mut self, seq: u64) {
+        self.cfg.size_bytes = seq;
+        self.write_seq = seq;
     }
 
     /// Deadline of the earliest pending timer (xmit timer or pacing timer), ns.
@@ -403,12 +432,19 @@ impl Sender {
         head as i64 + self.tp.icsk_rto_us as i64 - self.tp.tcp_mstamp_us as i64
     }
 
-    /// The application starts (`start_s`): its one `sendmsg` checks for an app-limited bubble
-    /// (`tcp_rate_check_app_limited` in `tcp_sendmsg_locked`), then the initial window goes out.
+    /// The application starts (`start_s`): with a send buffer it is sized for the established
+    /// connection and the application writes (`sndbuf.rs`); without one, its one `sendmsg`
+    /// checks for an app-limited bubble (`tcp_rate_check_app_limited` in
+    /// `tcp_sendmsg_locked`). Then the initial window goes out.
     pub fn on_start(&mut self, now_ns: u64, out: &mut Vec<DataSeg>) {
         self.set_now(now_ns);
-        self.rate_check_app_limited(0);
-        self.write_xmit(out);
+        if self.sndbuf.is_some() {
+            self.init_send_buffer();
+            self.run_writer(out);
+        } else {
+            self.rate_check_app_limited(0);
+            self.write_xmit(out);
+        }
     }
 
     /// The handshake's RTT sample, taken before the data starts: Linux measures the SYN/SYN-ACK
@@ -430,8 +466,11 @@ impl Sender {
     /// segment left to send, nothing queued, cwnd room and no lost segment left to resend.
     /// `unsent_bytes` is `write_seq - snd_nxt`.
     pub(crate) fn rate_check_app_limited(&mut self, unsent_bytes: u64) {
+        let below = self.below.wmem_bytes;
         let tp = &mut self.tp;
         if unsent_bytes < tp.mss_cache as u64
+            // Nothing in the host's qdisc or NIC: sk_wmem_alloc < SKB_TRUESIZE(1).
+            && below < super::tsq::SKB_TRUESIZE_1_BYTES
             && tp.packets_in_flight() < tp.snd_cwnd
             && tp.lost_out <= tp.retrans_out
         {
@@ -570,21 +609,43 @@ impl Sender {
         (prior_wstamp_ns, len)
     }
 
-    /// `tcp_write_xmit`: send new data while cwnd and the peer's window allow.
+    /// `tcp_write_xmit`: send new data while cwnd and the peer's window allow; then
+    /// `tcp_check_space`, which `tcp_event_new_data_sent` runs after each segment and
+    /// `tcp_data_snd_check` after the push (`sndbuf.rs`).
     pub(crate) fn write_xmit(&mut self, out: &mut Vec<DataSeg>) -> u32 {
-        self.write_xmit_inner(out, false)
+        let prior_in_flight = self.tp.packets_in_flight();
+        let sent = self.write_xmit_inner(out, false);
+        if self.sndbuf.is_some() {
+            let cwnd = self.tp.snd_cwnd;
+            let room =
+                (sent > 0 && prior_in_flight + 1 < cwnd) || self.tp.packets_in_flight() < cwnd;
+            self.check_space(room);
+        }
+        sent
+    }
+
+    /// Whether new data may go out now: the next segment is a whole MSS, or the last of the
+    /// application's data (a part-segment waits for the next write, `sndbuf.rs`). Returns its
+    /// length.
+    pub(crate) fn next_new_len(&self) -> Option<u64> {
+        let mss = self.cfg.mss_bytes as u64;
+        let unsent = self.write_seq.saturating_sub(self.tp.snd_nxt);
+        match unsent {
+            0 => None,
+            n if n < mss && self.write_seq < self.cfg.size_bytes => None,
+            n => Some(n.min(mss)),
+        }
     }
 
     /// `tcp_write_xmit`; with `probe` (the kernel's `push_one == 2`) send one segment whatever
     /// cwnd says and schedule no new probe.
     pub(crate) fn write_xmit_inner(&mut self, out: &mut Vec<DataSeg>, probe: bool) -> u32 {
-        let mss = self.cfg.mss_bytes as u64;
         let mut sent = 0u32;
         let mut is_cwnd_limited = false;
         // The skb being built (GSO): (EDT before it, bytes, segments it may still take). Its
         // segments leave together; the pacing check and the pacing clock act once per skb.
         let mut skb: Option<(u64, u64, u32)> = None;
-        while self.tp.snd_nxt < self.cfg.size_bytes {
+        while let Some(len) = self.next_new_len() {
             if probe && sent > 0 {
                 break;
             }
@@ -594,7 +655,6 @@ impl Sender {
             if !probe && self.tp.packets_in_flight() >= self.tp.snd_cwnd {
                 break;
             }
-            let len = mss.min(self.cfg.size_bytes - self.tp.snd_nxt);
             if self.tp.snd_nxt + len > self.tp.snd_una.saturating_add(self.snd_wnd) {
                 break; // tcp_snd_wnd_test: receiver-window limited
             }
@@ -612,6 +672,9 @@ impl Sender {
             let seq = self.tp.snd_nxt;
             if self.device_refuses(seq) {
                 break;
+            }
+            if skb.is_none() {
+                self.sndbuf_skb_sent(seq);
             }
             self.rtx.push(Skb {
                 seq,
@@ -651,6 +714,9 @@ impl Sender {
         if let Some((prior, bytes, _)) = skb {
             self.update_skb_after_send(bytes, prior);
         }
+        if sent > 0 {
+            self.sndbuf_skb_sent(self.tp.snd_nxt);
+        }
         if self.in_cwnd_reduction() {
             self.prr_out += sent;
         }
@@ -677,8 +743,35 @@ impl Sender {
             self.cwnd_usage_seq = tp.snd_nxt;
         }
         if tp.is_cwnd_limited() {
+            // Network is fed fully.
+            self.snd_cwnd_used = 0;
             tp.snd_cwnd_stamp = tp.jiffies();
+        } else if let Some(nospace) = self.sndbuf.as_ref().map(|b| b.nospace) {
+            // Network starves (RFC 2861; without a send buffer the application always waits on
+            // a full socket, and Linux then never reduces).
+            self.snd_cwnd_used = self.snd_cwnd_used.max(tp.packets_out);
+            let rto_j = self.us_to_jiffies(u64::from(self.tp.icsk_rto_us));
+            let idle_j = self.tp.jiffies().wrapping_sub(self.tp.snd_cwnd_stamp) as i32;
+            if i64::from(idle_j) >= rto_j as i64 && !self.cc.has_cong_control() {
+                self.cwnd_application_limited(nospace);
+            }
         }
+    }
+
+    /// `tcp_cwnd_application_limited`: a window unused for an RTO shrinks to halfway between
+    /// what was used and itself, unless the application waits on a full socket (`SOCK_NOSPACE`).
+    fn cwnd_application_limited(&mut self, nospace: bool) {
+        let tp = &mut self.tp;
+        if tp.ca_state == crate::cc::CaState::Open && !nospace {
+            let init_win = self.cfg.initial_cwnd_pkts.min(tp.snd_cwnd_clamp);
+            let win_used = self.snd_cwnd_used.max(init_win);
+            if win_used < tp.snd_cwnd {
+                tp.snd_ssthresh = tp.current_ssthresh();
+                tp.snd_cwnd = (tp.snd_cwnd + win_used) >> 1;
+            }
+            self.snd_cwnd_used = 0;
+        }
+        tp.snd_cwnd_stamp = tp.jiffies();
     }
 
     /// `__tcp_retransmit_skb`: resend the segment at `idx` (counted in total_retrans only).
@@ -758,6 +851,7 @@ impl Sender {
         self.set_now(now_ns);
         self.tcp_ack(ack, out);
         self.write_xmit(out);
+        self.run_writer(out);
     }
 
     fn tcp_ack(&mut self, a: &AckSeg, out: &mut Vec<DataSeg>) {
@@ -1156,8 +1250,14 @@ impl Sender {
                 .is_some_and(|ecr| (ecr.wrapping_sub(skb.tsval) as i32) < 0)
     }
 
-    /// RTO fired or the RACK reordering timer fired (`tcp_write_timer_handler`).
+    /// RTO fired or the RACK reordering timer fired (`tcp_write_timer_handler`), or the
+    /// pacing timer; then a woken application writes.
     pub fn on_timer(&mut self, now_ns: u64, out: &mut Vec<DataSeg>) {
+        self.timers(now_ns, out);
+        self.run_writer(out);
+    }
+
+    fn timers(&mut self, now_ns: u64, out: &mut Vec<DataSeg>) {
         if self.pacing_timer_ns.is_some_and(|t| t <= now_ns) {
             // tcp_pace_kick -> tcp_tsq_handler -> tcp_tsq_write.
             self.pacing_timer_ns = None;

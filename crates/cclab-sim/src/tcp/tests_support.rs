@@ -23,6 +23,13 @@ pub(super) struct Setup {
     pub ack_counting: AckCounting,
     /// The host's `tso_defer` (`tcp_tso_should_defer`).
     pub tso_defer: bool,
+    /// The congestion control.
+    pub cc: &'static str,
+    /// The socket send buffer (`sndbuf.rs`; these tests are about loss recovery, so by default
+    /// the application has written all).
+    pub sndbuf: cclab_net::host::SndbufMode,
+    /// `tcp_wmem`.
+    pub tcp_wmem_bytes: [u64; 3],
 }
 
 impl Default for Setup {
@@ -36,6 +43,9 @@ impl Default for Setup {
             ecn: EcnMode::Off,
             ack_counting: AckCounting::Segments,
             tso_defer: false,
+            cc: "reno",
+            sndbuf: cclab_net::host::SndbufMode::Unlimited,
+            tcp_wmem_bytes: cclab_net::host::LINUX_TCP_WMEM_BYTES,
         }
     }
 }
@@ -43,7 +53,7 @@ impl Default for Setup {
 impl Setup {
     /// The sender, after the handshake's 10 ms RTT sample.
     pub fn sender(self) -> Sender {
-        let cc = cc::build("reno", &Params::new()).unwrap();
+        let cc = cc::build(self.cc, &Params::new()).unwrap();
         let mut s = Sender::new(
             SenderConfig {
                 mss_bytes: MSS,
@@ -66,6 +76,8 @@ impl Setup {
                 ecn: self.ecn,
                 stack: cclab_net::host::HostStack {
                     tso_defer: self.tso_defer,
+                    sndbuf: self.sndbuf,
+                    tcp_wmem_bytes: self.tcp_wmem_bytes,
                     ..Default::default()
                 },
                 ack_counting: self.ack_counting,

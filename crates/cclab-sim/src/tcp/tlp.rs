@@ -55,8 +55,7 @@ impl Sender {
         if self.tlp_high_seq.is_none() {
             self.tlp_retrans = false;
             let mut sent = false;
-            if self.tp.snd_nxt < self.cfg.size_bytes {
-                let len = (self.cfg.mss_bytes as u64).min(self.cfg.size_bytes - self.tp.snd_nxt);
+            if let Some(len) = self.next_new_len() {
                 if self.tp.snd_nxt + len <= self.tp.snd_una.saturating_add(self.snd_wnd) {
                     sent = self.write_xmit_inner(out, true) > 0;
                 }

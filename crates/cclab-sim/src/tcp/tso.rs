@@ -29,7 +29,11 @@ impl Sender {
         // skbs for every socket (sk_setup_caps always sets NETIF_F_GSO for TCP), so size them
         // as tcp_tso_autosize does. Without one, and without deferral, their size changes
         // nothing we model.
-        if !self.tp.pacing_needed && !self.below.has_device() && !self.below.stack.tso_defer {
+        if !self.tp.pacing_needed
+            && !self.below.has_device()
+            && !self.below.stack.tso_defer
+            && self.sndbuf.is_none()
+        {
             return 1;
         }
         let mss = self.tp.mss_cache;
@@ -50,6 +54,9 @@ impl Sender {
     /// window the peer offered, `tcp_bound_to_half_wnd`, in whole segments); the application
     /// has written everything it will send, so only the last skb is shorter.
     fn write_queue_head_len(&self) -> u64 {
+        if self.sndbuf.is_some() {
+            return self.send_head_len().unwrap_or(0);
+        }
         let mss = u64::from(self.tp.mss_cache).max(1);
         let goal = GSO_MAX_SIZE_BYTES.min((self.snd_wnd / 2).max(mss));
         let goal = (goal / mss).max(1) * mss;
@@ -86,7 +93,7 @@ impl Sender {
             return (false, false);
         }
         // Not the write queue's tail (which a bulk sender's never is): the whole skb fits.
-        let tail = self.cfg.size_bytes.saturating_sub(tp.snd_nxt) <= skb_len;
+        let tail = self.write_seq.saturating_sub(tp.snd_nxt) <= skb_len;
         if !tail && limit >= skb_len {
             return (false, false);
         }

@@ -25,6 +25,9 @@ use cclab_net::host::{HostStack, TsqMode, PAPER_TSQ_FLOOR_BYTES};
 /// so 2 x (2 x 1436 + 832); at a 50 Mbit/s NIC, two skbs of six segments: 18896 (18767 mean
 /// measured).
 pub const SKB_TRUESIZE_OVERHEAD_BYTES: u64 = 832;
+/// `SKB_TRUESIZE(1)`: one byte, `struct sk_buff` and `struct skb_shared_info` (x86-64), the
+/// bound below which `tcp_rate_check_app_limited` sees nothing in the host's queues.
+pub const SKB_TRUESIZE_1_BYTES: u64 = 1 + 256 + 320;
 
 /// `skb->truesize` of an skb carrying `len` payload bytes (`len` may span several segments).
 pub fn truesize(len: u64) -> u64 {
@@ -197,6 +200,7 @@ impl Sender {
         self.below.throttled = false;
         self.set_now(now_ns);
         self.tsq_write(out);
+        self.run_writer(out);
     }
 
     /// `tcp_tsq_write`: lost segments first if cwnd allows, then new data.

@@ -170,10 +170,10 @@ impl World {
             let sub_seq = s.tp.snd_nxt;
             self.set_device_room(t, slot);
             let s = &mut self.flows[slot as usize].sender;
-            s.cfg.size_bytes = sub_seq + chunk;
+            s.set_write_limit(sub_seq + chunk);
             let segs = s.push_pending(t, &mut buf);
             let sent = s.tp.snd_nxt - sub_seq;
-            s.cfg.size_bytes = s.tp.snd_nxt;
+            s.set_write_limit(s.tp.snd_nxt);
             self.send_data(t, slot, &mut buf);
             if sent == 0 {
                 skip |= 1 << k;

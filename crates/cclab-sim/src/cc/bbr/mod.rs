@@ -444,6 +444,11 @@ impl CongestionControl for Bbr {
         true
     }
 
+    /// `bbr_sndbuf_expand`: room for 3 windows (pacing may send more than one window).
+    fn sndbuf_expand(&self) -> u32 {
+        3
+    }
+
     /// `bbr_main`: update the model, then pacing rate and cwnd.
     fn cong_control(&mut self, tp: &mut TcpSock, _ack: u64, _flag: u32, rs: &RateSample) {
         self.update_model(tp, rs);

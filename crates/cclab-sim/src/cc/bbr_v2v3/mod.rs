@@ -334,6 +334,10 @@ impl CongestionControl for BbrNext {
     fn has_cong_control(&self) -> bool {
         true
     }
+    /// `bbr_sndbuf_expand` (google/bbr v2alpha and v3): 3 windows.
+    fn sndbuf_expand(&self) -> u32 {
+        3
+    }
     /// `bbr_main` / `bbr2_main`.
     fn cong_control(&mut self, tp: &mut TcpSock, _ack: u64, _flag: u32, rs: &RateSample) {
         self.main(tp, rs);
