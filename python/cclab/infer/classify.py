@@ -128,6 +128,13 @@ def evaluation_conditions(n: int | None = None, seed: int = 1) -> list[dict[str,
     return [g[i] for i in sorted(idx)]
 
 
+#: The senders' tcp_wmem on the grid: a send buffer that never binds. With Linux's default 4 MiB
+#: cap a flow holds at most ~1800 segments, so on the grid's long fat paths (100 Mbit/s, 600 ms)
+#: every algorithm's window would sit flat at the buffer and carry no signature of it; a
+#: measurement host, and a server worth identifying, raises it (docs/scenario.md, "sndbuf").
+GRID_TCP_WMEM_BYTES = [4096, 16384, 1 << 28]
+
+
 def scenario_for(cc: str, cond: dict[str, float], seed: int = 1) -> dict[str, Any]:
     """The simulated path of one grid point."""
     rate_bps = cond["rate_mbps"] * 1e6
@@ -137,6 +144,7 @@ def scenario_for(cc: str, cond: dict[str, float], seed: int = 1) -> dict[str, An
         "duration_s": DURATION_S,
         "seed": seed,
         "sim": {"trace": "interval", "trace_interval_ms": 10},
+        "host": {"tcp_wmem_bytes": GRID_TCP_WMEM_BYTES},
         "bottleneck": {
             "rate_bps": rate_bps,
             "delay_ms": cond["rtt_ms"] / 2,
