@@ -125,7 +125,7 @@ def _cubic_fit(flows: pd.DataFrame) -> tuple[float, float]:
     from .infer.cubic import estimate_cubic
 
     try:
-        e = estimate_cubic(flows[["t_s", "cwnd_pkts"] + [c for c in ("srtt_ms", "ca_state") if c in flows]])
+        e = estimate_cubic(flows[["t_s", "cwnd_pkts"] + [c for c in ("srtt_ms", "min_rtt_ms", "ca_state") if c in flows]])
     except (ValueError, KeyError):
         return (math.nan, math.nan)
     return (e.c.value if e.reliable else math.nan, e.beta.value)

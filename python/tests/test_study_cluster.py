@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -72,8 +73,10 @@ def two_node_cluster(tmp_path: Path):
     if not Path(ray_cli).exists():
         pytest.skip("the `ray` command is not installed")
     port = _free_port()
-    # Ray >= 2.5x asks nodes and drivers for the token the head writes (~/.ray/auth_token).
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
+    # Ray >= 2.5x asks nodes and drivers for a token; 2.60's head no longer writes one when none
+    # exists (~/.ray/auth_token), so the cluster gets its own, through the environment.
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token",
+           "RAY_AUTH_TOKEN": secrets.token_hex(32)}
     env.pop("RAY_ADDRESS", None)
     started = []
     try:

@@ -187,14 +187,24 @@ def fit_cycle(tau: np.ndarray, w: np.ndarray, friendly: np.ndarray | None = None
     return CycleFit(c=est[0], K_s=est[1], wmax_pkts=est[2], rms_pkts=math.sqrt(s2), n=len(w))
 
 
+def kernel_beta_scale(beta: float) -> int:
+    """tcp_cubic.c's ``beta_scale`` for a multiplicative decrease ``beta`` (read as the kernel's
+    ``beta``/1024, rounded): ``8 * (1024 + beta) / 3 / (1024 - beta)`` in integers, at least 1."""
+    b = min(1023, max(1, round(beta * 1024)))
+    return max(1, 8 * (1024 + b) // 3 // (1024 - b))
+
+
 def _friendly_pkts(t: np.ndarray, srtt_s: np.ndarray, t0_s: float, w_prime: float, beta: float) -> np.ndarray:
     """The window of CUBIC's TCP-friendly region over one epoch (Linux 6.18 tcp_cubic.c
-    bictcp_update, tcp_friendliness on): from W' at the epoch's start it grows by
-    3 (1 - beta) / (1 + beta) packets per round trip (one packet per cwnd x beta_scale / 8
-    packets acked, about a window per round trip), integrated over the samples' smoothed RTT."""
+    bictcp_update, tcp_friendliness on): from W' at the epoch's start it grows by one packet
+    per cwnd x beta_scale / 8 packets acked, about a window per round trip, so by
+    8 / beta_scale packets per round trip, integrated over the samples' smoothed RTT. The
+    kernel's beta_scale is integer (`8 * (1024 + beta) / 3 / (1024 - beta)`, truncated twice),
+    not 8 (1 + beta) / 3 (1 - beta): at beta 0.6 it is 10, not 10.67, and the line rises 0.8
+    packets per round trip where RFC 8312's 3 (1 - beta) / (1 + beta) says 0.75."""
     if not (0.0 < beta < 1.0):
         return np.full_like(t, -np.inf)
-    k = 3.0 * (1.0 - beta) / (1.0 + beta)
+    k = 8.0 / kernel_beta_scale(beta)
     dt = np.diff(np.concatenate([[t0_s], t]))
     rtts = np.where(np.isfinite(srtt_s) & (srtt_s > 0), srtt_s, np.nan)
     rounds = np.nancumsum(np.clip(dt, 0.0, None) / rtts)
