@@ -365,3 +365,25 @@ def test_a_two_flow_trace_says_which_flow_it_judges(tmp_path):
     out = subprocess.run([sys.executable, "-m", "cclab", "infer", "algo", str(p), "--flow", "b"], capture_output=True,
                          text=True)
     assert "judging" not in out.stderr
+
+
+def test_the_friendly_line_rises_as_the_kernels_integer_beta_scale_says():
+    from cclab.infer.cubic import kernel_beta_scale
+
+    # tcp_cubic.c: 8 * (1024 + beta) / 3 / (1024 - beta), in integers.
+    assert [kernel_beta_scale(b) for b in (0.5, 0.6, 0.7, 0.8)] == [8, 10, 15, 23]
+
+
+@needs_core
+def test_c_is_read_within_3_percent_at_beta_0_6_on_a_short_path():
+    """C 0.8 / beta 0.6, 50 ms, one BDP of queue: with RFC 8312's friendly slope (0.75 packets
+    per round trip against the kernel's 0.8) the fit read +6.1 %."""
+    bdp = round(20e6 * 0.05 / 8 / 1500)
+    r = cclab.simulate({"name": "c08b06", "duration_s": 120, "seed": 1,
+                        "sim": {"trace": "interval", "trace_interval_ms": 10},
+                        "bottleneck": {"rate_bps": 20e6, "delay_ms": 25, "queue_pkts": bdp},
+                        "flows": [{"cc": "cubic", "mss_bytes": 1448, "cc_params": {"c": 0.8, "beta": 0.6}}]})
+    est = infer.estimate_cubic(r.flows[["t_s", "cwnd_pkts", "srtt_ms", "min_rtt_ms", "ca_state"]])
+    kernel_c = 82 * 10 / 1024  # bic_scale 82
+    assert est.reliable and abs(est.c.value / kernel_c - 1) < 0.03, est.c.value
+    assert abs(est.beta.value - 0.6) < 0.01
