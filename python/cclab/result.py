@@ -165,6 +165,8 @@ class RunResult:
             "ca_state": Column.category(f["ca_state"], CA_STATES),
             "pacing_rate_bps": Column(f["pacing_rate_bps"]),
             "below_tcp_bytes": Column(f["below_tcp_bytes"]),
+            "sndbuf_bytes": Column(f["sndbuf_bytes"]),
+            "wmem_queued_bytes": Column(f["wmem_queued_bytes"]),
         })
         lk = raw["links"]
         m = len(lk["t_s"])

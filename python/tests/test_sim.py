@@ -12,6 +12,7 @@ pytestmark = needs_core
 FLOW_COLUMNS = [
     "run", "flow", "subflow", "t_s", "cwnd_pkts", "ssthresh_pkts", "inflight_pkts", "srtt_ms",
     "rttvar_ms", "min_rtt_ms", "rto_ms", "delivered_bytes", "retrans_pkts", "ca_state", "pacing_rate_bps", "below_tcp_bytes",
+    "sndbuf_bytes", "wmem_queued_bytes",
 ]
 
 

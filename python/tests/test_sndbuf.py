@@ -33,6 +33,11 @@ def test_linuxs_send_buffer_caps_the_flight_below_the_queue() -> None:
     f, tr = _run()
     assert f["retrans_pkts"] == 0
     assert 1700 <= tr["inflight_pkts"].max() <= 1850
+    # The trace shows why: sk_sndbuf from 2 x 10 x 2304 at connect up to tcp_wmem[2], and the
+    # writer keeping about 2/3 of it queued (the kernel's median on this case: 2832560 bytes).
+    assert tr["sndbuf_bytes"].iloc[0] == 46080 and tr["sndbuf_bytes"].max() == 4 << 20
+    late = tr[tr["t_s"] > 10]
+    assert late["wmem_queued_bytes"].median() == pytest.approx(2 / 3 * (4 << 20), rel=0.02)
     # Slow start goes on while cwnd < 2 x the most packets out (tcp_is_cwnd_limited): the
     # kernel's run stops at 3596 with 1797 out.
     assert 3400 <= tr["cwnd_pkts"].max() <= 3700
@@ -43,6 +48,11 @@ def test_without_the_cap_slow_start_overflows_the_queue(host: dict) -> None:
     f, tr = _run(**host)
     assert f["retrans_pkts"] > 1000
     assert tr["inflight_pkts"].max() > 2700
+
+
+def test_without_a_send_buffer_its_columns_are_empty() -> None:
+    _, tr = _run(sndbuf="unlimited")
+    assert tr["sndbuf_bytes"].isna().all() and tr["wmem_queued_bytes"].isna().all()
 
 
 def test_the_two_ways_without_a_cap_agree() -> None:

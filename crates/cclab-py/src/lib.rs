@@ -99,6 +99,8 @@ fn simulate<'py>(
     f.set_item("ca_state", t.ca_state.into_pyarray(py))?;
     f.set_item("pacing_rate_bps", t.pacing_rate_bps.into_pyarray(py))?;
     f.set_item("below_tcp_bytes", t.below_tcp_bytes.into_pyarray(py))?;
+    f.set_item("sndbuf_bytes", t.sndbuf_bytes.into_pyarray(py))?;
+    f.set_item("wmem_queued_bytes", t.wmem_queued_bytes.into_pyarray(py))?;
     d.set_item("flows", f)?;
     let l = PyDict::new(py);
     let lt = out.links;

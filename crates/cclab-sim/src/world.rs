@@ -1343,6 +1343,11 @@ impl World {
             f64::NAN
         });
         tr.below_tcp_bytes.push(s.below.wmem_bytes);
+        let (sndbuf, queued) = s
+            .sndbuf_peek()
+            .map_or((f64::NAN, f64::NAN), |(b, q)| (b as f64, q as f64));
+        tr.sndbuf_bytes.push(sndbuf);
+        tr.wmem_queued_bytes.push(queued);
     }
 
     fn finish(mut self) -> RunOutput {

@@ -7,7 +7,7 @@ import socket
 import struct
 from typing import Any
 
-__all__ = ["read_tcp_info", "parse_tcp_info", "read_wmem_alloc", "to_trace_row", "TRACE_COLUMNS", "TCP_INFO_LEN"]
+__all__ = ["read_tcp_info", "parse_tcp_info", "read_meminfo", "to_trace_row", "TRACE_COLUMNS", "TCP_INFO_LEN"]
 
 # Offsets in bytes (include/uapi/linux/tcp.h, struct tcp_info): 8 one-byte fields, then u32s
 # from tcpi_rto (8) to tcpi_total_retrans (100), u64 tcpi_pacing_rate (104) ...; u16
@@ -48,20 +48,26 @@ TCP_INFO_LEN = _LEN
 #: Columns written by the kernel backend (the simulator's flows schema plus delivery_rate_bps).
 TRACE_COLUMNS = [
     "t_s", "cwnd_pkts", "ssthresh_pkts", "inflight_pkts", "srtt_ms", "rttvar_ms", "min_rtt_ms", "rto_ms",
-    "delivered_bytes", "retrans_pkts", "ca_state", "pacing_rate_bps", "below_tcp_bytes", "delivery_rate_bps",
+    "delivered_bytes", "retrans_pkts", "ca_state", "pacing_rate_bps", "below_tcp_bytes", "sndbuf_bytes", "wmem_queued_bytes", "delivery_rate_bps",
 ]
 
 #: getsockopt(SOL_SOCKET, SO_MEMINFO) (include/uapi/asm-generic/socket.h) and the index of
 #: SK_MEMINFO_WMEM_ALLOC (include/uapi/linux/sock_diag.h) in the u32 array it returns.
 _SO_MEMINFO = 55
 _SK_MEMINFO_WMEM_ALLOC = 2
+_SK_MEMINFO_SNDBUF = 3
+_SK_MEMINFO_WMEM_QUEUED = 5
 _SK_MEMINFO_VARS = 9
 
 
-def read_wmem_alloc(sock: socket.socket) -> int:
-    """``sk_wmem_alloc``: truesize of the socket's skbs below TCP (qdisc, device), bytes."""
+def read_meminfo(sock: socket.socket) -> dict[str, int]:
+    """``SO_MEMINFO``'s send side, bytes: ``wmem_alloc`` (skbs below TCP), ``sndbuf``
+    (``sk_sndbuf``) and ``wmem_queued`` (``sk_wmem_queued``: what the socket holds until it is
+    acknowledged, skb overhead included)."""
     raw = sock.getsockopt(socket.SOL_SOCKET, _SO_MEMINFO, 4 * _SK_MEMINFO_VARS)
-    return struct.unpack_from("=I", raw, 4 * _SK_MEMINFO_WMEM_ALLOC)[0]
+    return {name: struct.unpack_from("=I", raw, 4 * i)[0]
+            for name, i in (("wmem_alloc", _SK_MEMINFO_WMEM_ALLOC), ("sndbuf", _SK_MEMINFO_SNDBUF),
+                            ("wmem_queued", _SK_MEMINFO_WMEM_QUEUED))}
 
 
 def read_tcp_info(sock: socket.socket) -> dict[str, int]:
@@ -95,5 +101,7 @@ def to_trace_row(t_s: float, ti: dict[str, int]) -> dict[str, Any]:
         "ca_state": ti["ca_state"],
         "pacing_rate_bps": ti["pacing_rate"] * 8.0,
         "below_tcp_bytes": ti.get("wmem_alloc", float("nan")),
+        "sndbuf_bytes": ti.get("sndbuf", float("nan")),
+        "wmem_queued_bytes": ti.get("wmem_queued", float("nan")),
         "delivery_rate_bps": ti["delivery_rate"] * 8.0,
     }

@@ -29,7 +29,7 @@ import threading
 import time
 
 from .mptcp import IPPROTO_MPTCP, read_mptcp_info, read_subflows
-from .tcpinfo import TRACE_COLUMNS, read_tcp_info, read_wmem_alloc, to_trace_row
+from .tcpinfo import TRACE_COLUMNS, read_meminfo, read_tcp_info, to_trace_row
 
 __all__ = ["main"]
 
@@ -134,7 +134,8 @@ def _send(a: argparse.Namespace) -> None:
                 strangers.add(f"{local}>{remote}")
                 continue
             last[k] = ti
-            ti["wmem_alloc"] = float("nan")  # below TCP per subflow: not readable from the MPTCP socket
+            # Below TCP and the send buffer per subflow: not readable from the MPTCP socket.
+            ti.update(wmem_alloc=float("nan"), sndbuf=float("nan"), wmem_queued=float("nan"))
             rows.append({**to_trace_row(t, ti), "subflow": k})
 
     def sample() -> None:
@@ -145,7 +146,7 @@ def _send(a: argparse.Namespace) -> None:
                 sample_subflows()
             else:
                 ti = read_tcp_info(s)
-                ti["wmem_alloc"] = read_wmem_alloc(s)
+                ti.update(read_meminfo(s))
                 t = time.monotonic() - t0
                 note_rto(t, ti["total_rto"])
                 rows.append(to_trace_row(t, ti))

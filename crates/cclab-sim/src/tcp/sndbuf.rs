@@ -259,6 +259,19 @@ impl Sender {
             .map(|&(start, end)| end - start.max(nxt))
     }
 
+    /// `sk_sndbuf` and `sk_wmem_queued`, bytes, without freeing anything (the trace); None
+    /// without a send buffer.
+    pub fn sndbuf_peek(&self) -> Option<(u64, u64)> {
+        let b = self.sndbuf.as_ref()?;
+        let una = self.tp.snd_una;
+        let stale = b.skbs.iter().take_while(|&&(_, end)| end <= una).count();
+        let skbs = (b.skbs.len() - stale) as u64;
+        Some((
+            b.sndbuf_bytes,
+            self.write_seq.saturating_sub(una) + SKB_TRUESIZE_OVERHEAD_BYTES * skbs,
+        ))
+    }
+
     /// `sk_sndbuf` and `sk_wmem_queued`, bytes (0 and 0 without a send buffer).
     pub fn sndbuf_state(&mut self) -> (u64, u64) {
         let (snd_una, write_seq) = (self.tp.snd_una, self.write_seq);
