@@ -400,7 +400,7 @@ class HostStack(_Model):
     @classmethod
     def _wmem(cls, v: Any) -> Any:
         if v is not None and not (0 < v[0] <= v[1] <= v[2] <= 2**31 - 1):
-            raise ValueError(f"{list(v)} is not accepted: [min, default, max] with 0 < min <= default <= max "
+            raise ValueError(f"{list(v)} is not accepted: three sizes (min, default, max) with 0 < min <= default <= max "
                              "<= 2147483647 (Linux: [4096, 16384, 4194304])")
         return v
 

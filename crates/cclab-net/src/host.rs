@@ -208,7 +208,7 @@ impl HostSpec {
                 return Err(bad(
                     "tcp_wmem_bytes",
                     &format!(
-                        "[{min}, {default}, {max}] is not accepted: [min, default, max] with \
+                        "[{min}, {default}, {max}] is not accepted: three sizes (min, default, max) with \
                          0 < min <= default <= max <= 2147483647 (Linux: [4096, 16384, 4194304])"
                     ),
                 ));
