@@ -637,7 +637,7 @@ class NetLink(Duplex):
 
 #: The fields of a TCP flow that a UDP flow does not take.
 _TCP_ONLY = ("cc", "cc_params", "mss_bytes", "initial_cwnd_pkts", "max_cwnd_pkts", "rwnd_bytes", "sack",
-             "timestamps", "delayed_ack", "ack_every_pkts", "frto", "tlp", "ack_counting", "rto_min_ms",
+             "timestamps", "delayed_ack", "ack_every_pkts", "frto", "tlp", "ack_counting", "writer", "rto_min_ms",
              "rto_initial_ms", "rto_max_ms", "rto_min_mode", "rtt_gains", "rto_profile", "eifel_detection", "dsack_undo",
              "sto_response", "profile", "ecn", "reverse_path", "handshake")
 
@@ -728,6 +728,10 @@ class Flow(_Model):
     #: (one step per ACK whatever it acknowledges: Linux before 3.18, e.g. the S1 paper's 3.4
     #: phones; the kernel backend runs 6.18's rule and says so in the summary's deviations).
     ack_counting: Literal["segments", "acks"] = "segments"
+    #: How the sending application writes into the socket send buffer ([host] sndbuf): "poll"
+    #: (poll() then a non-blocking 64 KiB send, as cclab's kernel traffic sender and iperf3: the
+    #: buffer stays near 2/3 full) or "blocking" (a plain blocking send loop: between 2/3 and full).
+    writer: Literal["poll", "blocking"] = "poll"
     rto_min_ms: float = Field(default=200.0, ge=1)
     rto_initial_ms: float = Field(default=1000.0, ge=1)
     rto_max_ms: float = Field(default=120_000.0, ge=1)

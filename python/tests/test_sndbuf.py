@@ -74,3 +74,18 @@ def test_no_send_buffer_is_simulator_only() -> None:
     problems = parity(load_scenario(_reno_550ms(sndbuf="unlimited")))
     assert any("sndbuf = 'unlimited' is simulator-only" in p for p in problems)
     assert not any("sndbuf" in p for p in parity(load_scenario(_reno_550ms())))
+
+
+def test_a_blocking_writer_keeps_the_buffer_fuller_than_a_polling_one() -> None:
+    """``flows[].writer``: poll() grants a write only at 2/3 full or less, so a poll-driven
+    writer holds ~2/3 of sk_sndbuf; blocking sends copy until sk_sndbuf and sleep until 1/3 is
+    free, so the buffer swings between 2/3 and full (the recorded kernel traces' sender)."""
+    queued = {}
+    for writer in ("poll", "blocking"):
+        d = _reno_550ms()
+        d["flows"] = [{**d["flows"][0], "writer": writer}]
+        tr = cclab.simulate(d).flows
+        late = tr[tr["t_s"] > 10]
+        queued[writer] = late["wmem_queued_bytes"] / late["sndbuf_bytes"]
+    assert queued["poll"].max() < 0.70
+    assert queued["blocking"].median() > 0.75 and queued["blocking"].max() > 0.95

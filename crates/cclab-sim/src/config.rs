@@ -269,6 +269,9 @@ pub struct FlowSpec {
     /// What one step of cwnd growth counts: acked segments (Linux 3.18 on) or ACKs (before).
     #[serde(default)]
     pub ack_counting: crate::tcp::sender::AckCounting,
+    /// How the application writes into the socket send buffer (`tcp::sndbuf`).
+    #[serde(default)]
+    pub writer: crate::tcp::sndbuf::Writer,
     #[serde(default = "d_rto_min")]
     pub rto_min_ms: f64,
     #[serde(default = "d_rto_init")]

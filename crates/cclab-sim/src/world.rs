@@ -429,6 +429,7 @@ impl World {
                         ecn,
                         stack,
                         ack_counting: f.ack_counting,
+                        writer: f.writer,
                     },
                     algo,
                 );

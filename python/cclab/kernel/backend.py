@@ -316,6 +316,7 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                         "--go-file", str(go), "--ready-file", str(ready),
                         "--start-s", str(f["start_s"]), "--until-s", str(d["duration_s"]),
                         "--size", str(f["size_bytes"]), "--interval-ms", str(interval_ms),
+                        "--writer", f["writer"],
                         "--out", str(Path(tmp) / f"flow{k}.csv")]
                 if f["rto_max_ms"] != 120000.0:
                     args += ["--rto-max-ms", str(int(f["rto_max_ms"]))]

@@ -7,7 +7,8 @@ socket's TCP_INFO, and a receiver that drains. Run inside a namespace:
 
 The sender sets the congestion control per socket (TCP_CONGESTION), the MSS (TCP_MAXSEG) and the
 buffers (SO_SNDBUF/SO_RCVBUF when > 0), writes as fast as the socket takes data (or ``--size``
-bytes), samples TCP_INFO every ``--interval-ms`` from a thread (about 1 us per call) and writes
+bytes: 64 KiB at a time, after poll() says the socket is writable, or with ``--writer blocking``
+in blocking sends), samples TCP_INFO every ``--interval-ms`` from a thread (about 1 us per call) and writes
 one CSV row per sample in cclab's flows schema, plus a last line of totals on stdout as JSON.
 
 With ``--mptcp`` both ends open Multipath TCP sockets (IPPROTO_MPTCP); the sender's options apply
@@ -24,6 +25,7 @@ import csv
 import json
 import os
 import socket
+import struct
 import sys
 import threading
 import time
@@ -158,12 +160,17 @@ def _send(a: argparse.Namespace) -> None:
     buf = b"\0" * _CHUNK
     sent = 0
     end = t_connected + a.duration if zero is None else zero + a.until_s
-    s.settimeout(0.2)
+    if a.writer == "blocking":
+        # A blocking socket: send() sleeps inside the kernel (sk_stream_wait_memory) with no
+        # poll() first; SO_SNDTIMEO only bounds each sleep so the loop sees its deadline.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 0, 200_000))
+    else:
+        s.settimeout(0.2)  # CPython polls for POLLOUT before each send
     while time.monotonic() < end and (a.size == 0 or sent < a.size):
         try:
             n = s.send(buf if a.size == 0 else buf[: min(_CHUNK, a.size - sent)])
             sent += n
-        except socket.timeout:
+        except (socket.timeout, BlockingIOError):
             continue
     # A fixed-size transfer ends when its last byte is acknowledged (tcpi_bytes_acked counts the
     # SYN too), not when the socket took it: the trace and the timeout facts cover the transfer.
@@ -231,6 +238,9 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--until-s", type=float, default=None)
     s.add_argument("--size", type=int, default=0)
     s.add_argument("--interval-ms", type=float, default=10.0)
+    s.add_argument("--writer", choices=("poll", "blocking"), default="poll",
+                   help="poll: poll() then a non-blocking 64 KiB send (iperf3's loop; the buffer stays near 2/3 "
+                        "full); blocking: blocking sends (between 2/3 and full).")
     s.add_argument("--out", required=True)
     s.add_argument("--mptcp", action="store_true", help="Connect with a Multipath TCP socket; rows per subflow.")
     s.add_argument("--subflows", default="", help="With --mptcp: LOCAL>REMOTE address pairs, subflow 0 first.")

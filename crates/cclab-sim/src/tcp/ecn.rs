@@ -385,6 +385,7 @@ mod tests {
                 ecn,
                 stack: Default::default(),
                 ack_counting: Default::default(),
+                writer: Default::default(),
             },
             cc,
         );

@@ -144,6 +144,8 @@ pub struct SenderConfig {
     pub stack: cclab_net::host::HostStack,
     /// What one step of cwnd growth counts (`flows[].ack_counting`).
     pub ack_counting: AckCounting,
+    /// How the application writes into the send buffer (`flows[].writer`, `sndbuf.rs`).
+    pub writer: super::sndbuf::Writer,
 }
 
 /// What `tcp_slow_start` and `tcp_cong_avoid_ai` count per ACK.

@@ -33,6 +33,21 @@
 use std::collections::VecDeque;
 
 use super::sender::Sender;
+use serde::{Deserialize, Serialize};
+
+/// How the application writes (`flows[].writer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Writer {
+    /// poll() for POLLOUT, then a non-blocking send of 64 KiB (cclab's kernel traffic sender,
+    /// iperf3): it writes only while at most 2/3 of `sk_sndbuf` is queued.
+    #[default]
+    Poll,
+    /// Blocking sends of 64 KiB (a plain `send` loop): `tcp_sendmsg_locked` copies while
+    /// `sk_wmem_queued < sk_sndbuf` and sleeps in `sk_stream_wait_memory` until
+    /// `sk_stream_write_space` finds 1/3 free, so the buffer stays between 2/3 and full.
+    Blocking,
+}
 use super::tsq::SKB_TRUESIZE_OVERHEAD_BYTES;
 use cclab_net::host::HostStack;
 
@@ -192,9 +207,12 @@ impl Sender {
                 let (snd_una, write_seq) = (self.tp.snd_una, self.write_seq);
                 let b = self.sndbuf.as_mut().expect("checked above");
                 let queued = b.wmem_queued(snd_una, write_seq);
-                if !b.writeable(queued) {
+                if self.cfg.writer == Writer::Poll && !b.writeable(queued) {
                     b.nospace = true; // tcp_poll
                     break;
+                }
+                if b.nospace {
+                    break; // a blocking writer sleeps until sk_stream_write_space wakes it
                 }
                 let want = APP_WRITE_BYTES.min(self.cfg.size_bytes - self.write_seq);
                 if self.sendmsg(want) == 0 {

@@ -81,6 +81,7 @@ impl Setup {
                     ..Default::default()
                 },
                 ack_counting: self.ack_counting,
+                writer: Default::default(),
             },
             cc,
         );
