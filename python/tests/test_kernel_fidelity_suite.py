@@ -115,15 +115,18 @@ def test_kernel_runs_are_kept_and_reused(tmp_path, monkeypatch) -> None:
 
 
 @root_only
-def test_the_send_buffer_caps_the_flight_on_both_backends() -> None:
+@pytest.mark.parametrize("writer", ["poll", "blocking"])
+def test_the_send_buffer_caps_the_flight_on_both_backends(writer: str) -> None:
     """``reno-550ms-deep`` for 25 s, paired: Linux's 4 MiB ``tcp_wmem[2]`` keeps the flight near
     1800 segments on the kernel, and the simulator's send buffer does the same (before it, the
     simulator filled the 2-BDP queue and retransmitted 2775 segments). The traces'
-    ``sndbuf_bytes``/``wmem_queued_bytes`` are the kernel's SO_MEMINFO and the model's."""
+    ``sndbuf_bytes``/``wmem_queued_bytes`` are the kernel's SO_MEMINFO and the model's; a
+    blocking writer keeps the buffer fuller than a poll()-driven one on both."""
     from cclab.kernel.backend import run_kernel
     from cclab.scenario import load_scenario
 
     d = {**{c.name: c for c in grid()}["reno-550ms-deep"].scenario, "duration_s": 25, "seed": 1}
+    d["flows"] = [{**d["flows"][0], "writer": writer}]
     k = run_kernel(load_scenario(d))
     s = cclab.simulate(load_scenario(paired(d, k.summary)))
     got = {}
