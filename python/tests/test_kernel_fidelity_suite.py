@@ -115,13 +115,32 @@ def test_kernel_runs_are_kept_and_reused(tmp_path, monkeypatch) -> None:
 
 
 @root_only
-@pytest.mark.parametrize("writer", ["poll", "blocking"])
-def test_the_send_buffer_caps_the_flight_on_both_backends(writer: str) -> None:
+def test_the_send_buffer_caps_the_flight_on_both_backends() -> None:
     """``reno-550ms-deep`` for 25 s, paired: Linux's 4 MiB ``tcp_wmem[2]`` keeps the flight near
     1800 segments on the kernel, and the simulator's send buffer does the same (before it, the
     simulator filled the 2-BDP queue and retransmitted 2775 segments). The traces'
-    ``sndbuf_bytes``/``wmem_queued_bytes`` are the kernel's SO_MEMINFO and the model's; a
-    blocking writer keeps the buffer fuller than a poll()-driven one on both."""
+    ``sndbuf_bytes``/``wmem_queued_bytes`` are the kernel's SO_MEMINFO and the model's."""
+    got = _send_buffer_case("poll")
+    assert got["kernel"]["retrans"] == 0 and got["simulator"]["retrans"] == 0
+    assert got["kernel"]["sndbuf"] == got["simulator"]["sndbuf"] == 4 << 20
+    for key in ("goodput", "cwnd", "queued"):
+        assert got["simulator"][key] == pytest.approx(got["kernel"][key], rel=0.05), key
+
+
+@root_only
+def test_a_blocking_writer_keeps_the_buffer_fuller_on_both_backends() -> None:
+    """``flows[].writer = "blocking"`` (traffic.py ``--writer blocking``): the buffer swings
+    between 2/3 and full instead of staying at 2/3. Measured (25 s, seed 1): median
+    ``sk_wmem_queued`` 3.69 MB on the kernel, 3.53 MB in the simulator. Not matched: with it the
+    kernel's flight passes the path's 2771 packets and it retransmits ~1400 segments, the
+    simulator's stays below (0; docs/design.md, "The send buffer")."""
+    got = _send_buffer_case("blocking")
+    for backend in ("kernel", "simulator"):
+        assert got[backend]["queued"] > 0.78 * (4 << 20), got
+    assert got["simulator"]["queued"] == pytest.approx(got["kernel"]["queued"], rel=0.10)
+
+
+def _send_buffer_case(writer: str) -> dict:
     from cclab.kernel.backend import run_kernel
     from cclab.scenario import load_scenario
 
@@ -138,7 +157,4 @@ def test_the_send_buffer_caps_the_flight_on_both_backends(writer: str) -> None:
                      "sndbuf": float(late["sndbuf_bytes"].max()),
                      "queued": float(late["wmem_queued_bytes"].median())}
     print(got)
-    assert got["kernel"]["retrans"] == 0 and got["simulator"]["retrans"] == 0
-    assert got["kernel"]["sndbuf"] == got["simulator"]["sndbuf"] == 4 << 20
-    for key in ("goodput", "cwnd", "queued"):
-        assert got["simulator"][key] == pytest.approx(got["kernel"][key], rel=0.05), key
+    return got

@@ -160,13 +160,16 @@ def _send(a: argparse.Namespace) -> None:
     buf = b"\0" * _CHUNK
     sent = 0
     end = t_connected + a.duration if zero is None else zero + a.until_s
-    if a.writer == "blocking":
-        # A blocking socket: send() sleeps inside the kernel (sk_stream_wait_memory) with no
-        # poll() first; SO_SNDTIMEO only bounds each sleep so the loop sees its deadline.
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 0, 200_000))
-    else:
+    if a.writer == "poll":
         s.settimeout(0.2)  # CPython polls for POLLOUT before each send
     while time.monotonic() < end and (a.size == 0 or sent < a.size):
+        if a.writer == "blocking":
+            # A blocking socket: send() sleeps inside the kernel (sk_stream_wait_memory) until
+            # sk_stream_write_space wakes it, with no poll() first. SO_SNDTIMEO bounds the sleep
+            # by the run's end only: a shorter one would wake the writer early, and it would
+            # then refill the buffer before a third of it is free.
+            left_us = max(1000, int((end - time.monotonic()) * 1e6))
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", left_us // 1_000_000, left_us % 1_000_000))
         try:
             n = s.send(buf if a.size == 0 else buf[: min(_CHUNK, a.size - sent)])
             sent += n
