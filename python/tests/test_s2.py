@@ -37,10 +37,22 @@ def test_shipped_s2_scenarios_are_the_builder_s(name: str) -> None:
 def test_a_fixed_limit_makes_the_three_applications_equal() -> None:
     cubic = _apps_mbps(s2_scenario(3, tsq="fixed", cc="cubic", duration_s=20))
     assert cubic.max() <= 1.05 * cubic.min(), cubic
-    # With LIA 7 % remain (49.6 / 46.4 / 46.9 Mbit/s): every subflow is held by the limit, but
-    # each may go one skb over it and the first application's skbs are larger.
+    # With LIA 7 % remain (49.6 / 46.4 / 46.9 Mbit/s). The FIFO shares each NIC by the payload
+    # each socket keeps below TCP, and the limit counts truesize. LIA's subflows keep the cwnd
+    # their slow start reached (620 / 416 / 342 packets), so their pacing rates differ and
+    # tcp_tso_autosize (pacing_rate >> sk_pacing_shift) builds skbs of 10 / 7 / 5 segments: the
+    # first application's larger skbs carry less of the 832-byte overhead per payload byte, and
+    # each socket goes over the limit by part of an skb. Payload shares 34.7 / 32.7 / 32.6 %
+    # against throughput shares 34.7 / 32.4 / 32.8 %. Linux's and the paper's kernels do the
+    # same; not a modelling error (docs/studies.md, S2).
     lia = _apps_mbps(s2_scenario(3, tsq="fixed", duration_s=20))
-    assert lia.max() <= 1.08 * lia.min(), lia
+    assert 1.03 * lia.min() <= lia.max() <= 1.08 * lia.min(), lia
+    # The ablation: sk_pacing_shift 12 puts every skb at tcp_tso_autosize's floor of two
+    # segments (the fixed limit does not read the shift), and the applications are equal.
+    d = s2_scenario(3, tsq="fixed", duration_s=20)
+    d["host"]["pacing_shift"] = 12
+    equal_skbs = _apps_mbps(d)
+    assert equal_skbs.max() <= 1.01 * equal_skbs.min(), equal_skbs
 
 
 @needs_core

@@ -17,6 +17,15 @@
 //!   `2^12 * alpha_rfc / w_total`, and the ACK count per +1 packet is
 //!   `max(2^12 / alpha, w_r)` (`mptcp_ccc_cong_avoid`): the RFC's `min` in the reciprocal form,
 //!   with both divisions rounding down.
+//! - The best path (the subflow with the largest w_i / rtt_i^2, whose window and RTT alpha's
+//!   numerator and denominator use) is the one with the largest `(cwnd << 32) / srtt_us^2`,
+//!   where `srtt_us` is the RTT in microseconds << 3. That quotient is 0 below
+//!   `srtt_us^2 / 2^32` packets (24 at 40 ms, 121 at 90 ms) and a small integer a little above,
+//!   so paths often tie, and a tie goes to the last subflow walked (`>=`). `mptcp_for_each_sk`
+//!   walks newest first (`mptcp_add_sock` puts a joining subflow at the head of
+//!   `connection_list`), so the initial subflow wins a tie: with small windows, alpha is the
+//!   initial subflow's path's whichever path is better. On the worse path, alpha is a fraction of
+//!   RFC 6356's and the connection misses goal 1 (docs/mptcp-cc.md). We walk in the same order.
 //! - Per ACK, not per packet: `snd_cwnd_cnt++` on every ACK whatever it acknowledges (Linux's
 //!   own `tcp_cong_avoid_ai` counts acked packets since 3.18, whatever v0.9x's coupled code
 //!   does). The RFC increases per packet acked. `per_segment = true` takes one of v0.9x's
@@ -94,17 +103,30 @@ pub fn build(algorithm: &str, params: &Params) -> Result<Box<dyn CongestionContr
 }
 
 /// Alpha from the subflows, RFC 6356 in the kernel's fixed point (`mptcp_ccc_recalc_alpha`):
-/// `2^12 * alpha_rfc / w_total`, at least 1. `views` are the subflows now (`me` from its tp).
-pub fn recalc_alpha_fixed(views: impl Iterator<Item = SubflowView> + Clone, n_est: u32) -> u64 {
+/// `2^12 * alpha_rfc / w_total`, at least 1. `views` are the subflows now (`me` from its tp), in
+/// the order they joined (subflow 0 first).
+///
+/// The best path is found as v0.9x finds it, including two properties that decide it whenever
+/// the windows are small for the RTTs (module doc, "The best path"):
+/// - `(cwnd << 32) / srtt_us^2` truncates (srtt_us is the RTT in microseconds << 3): it is 0 for
+///   every subflow with cwnd below `srtt_us^2 / 2^32` packets (24 at 40 ms, 121 at 90 ms), and a
+///   small integer a little above, so paths tie;
+/// - ties go to the last subflow walked (`tmp >= max_numerator`), and `mptcp_for_each_sk` walks
+///   newest first (`mptcp_add_sock` puts a joining subflow at the head of `connection_list`):
+///   the oldest subflow, the initial one, wins a tie. We walk the same way (`rev`).
+pub fn recalc_alpha_fixed(
+    views: impl DoubleEndedIterator<Item = SubflowView> + Clone,
+    n_est: u32,
+) -> u64 {
     // Only one subflow left: fall back to Reno (alpha = 1).
     if n_est <= 1 {
         return 1;
     }
     let (mut max_numerator, mut best_cwnd, mut best_rtt, mut can_send) = (0u64, 0u32, 0u32, 0);
-    for v in views.clone().filter(sendable) {
+    for v in views.clone().rev().filter(sendable) {
         can_send += 1;
         let tmp = ((v.cwnd_pkts as u64) << ALPHA_SCALE_NUM) / (v.srtt_us as u64 * v.srtt_us as u64);
-        // `>=`: the last of equal paths wins, as in the kernel.
+        // `>=`: of equal values the last walked, the oldest subflow, wins, as in the kernel.
         if tmp >= max_numerator {
             max_numerator = tmp;
             best_cwnd = v.cwnd_pkts;

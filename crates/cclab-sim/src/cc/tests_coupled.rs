@@ -60,6 +60,38 @@ fn lia_alpha_matches_rfc6356_in_fixed_point() {
     assert_eq!(lia::recalc_alpha_fixed(vs.iter().copied(), 1), 1);
 }
 
+/// `mptcp_ccc_recalc_alpha` picks the best path by `(cwnd << 32) / srtt_us^2`, which is 0 for
+/// every subflow below `srtt_us^2 / 2^32` packets, and breaks the tie for the last subflow it
+/// walks: `mptcp_for_each_sk` walks newest first, so the initial subflow. Here a 23-packet subflow
+/// at 56 ms (the better path: 23 / 56^2 > 2 / 112^2) and a 2-packet one at 112 ms both give 0.
+#[test]
+fn lia_best_path_ties_go_to_the_initial_subflow_as_v09x_walks_them() {
+    let (good, poor) = (view(23, 56), view(2, 112));
+    for v in [good, poor] {
+        assert_eq!(((v.cwnd_pkts as u64) << 32) / (v.srtt_us as u64).pow(2), 0);
+    }
+    // alpha with a given best path: (w_best << 32) / (sum_i (w_i << 10) rtt_best / rtt_i)^2.
+    let with_best = |best: SubflowView| {
+        let sum: u64 = [good, poor]
+            .iter()
+            .map(|v| ((v.cwnd_pkts as u64) << 10) * best.srtt_us as u64 / v.srtt_us as u64)
+            .sum();
+        ((best.cwnd_pkts as u64) << 32) / (sum * sum)
+    };
+    // The initial subflow on the better path: alpha from it, RFC 6356's (to the fixed point).
+    let alpha = lia::recalc_alpha_fixed([good, poor].into_iter(), 2);
+    assert_eq!(alpha, with_best(good));
+    let (rfc, total) = rfc_alpha(&[good, poor]);
+    assert!(
+        (alpha as f64 - 4096.0 * rfc / total).abs() <= 1.0,
+        "{alpha}"
+    );
+    // The initial subflow on the worse path: alpha from it, 3 against 163.
+    let alpha = lia::recalc_alpha_fixed([poor, good].into_iter(), 2);
+    assert_eq!(alpha, with_best(poor));
+    assert!((alpha as f64) < 0.1 * 4096.0 * rfc / total, "{alpha}");
+}
+
 /// Run `rounds` RTTs of a connection: each subflow gets one ACK per packet of its window, the
 /// subflows interleaved, `set_subflows` before each ACK. Returns the final windows.
 fn run_rtts(ccs: &mut [Box<dyn CongestionControl>], tps: &mut [TcpSock], rounds: usize) {
