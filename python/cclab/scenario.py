@@ -385,6 +385,11 @@ class HostStack(_Model):
     device_rate_bps: int | None = Field(default=None, gt=0, le=int(MAX_RATE_BPS))
     #: txqueuelen: packets waiting besides the one the NIC sends (default 1000).
     device_queue_pkts: int | None = Field(default=None, ge=1)
+    #: When the device gives a socket back an skb's bytes below TCP (sk_wmem_alloc): end (a
+    #: NIC's TX completion, each segment when sent; the default) or start (the kernel backend's
+    #: htb + TUN: tun_net_xmit frees the whole skb when its first segment starts transmission;
+    #: simulator only, an ablation). Needs device_rate_bps.
+    device_release: Literal["end", "start"] | None = None
     #: Linux's skb building for unpaced sockets (tcp_tso_autosize) and tcp_tso_should_defer;
     #: default off (one segment per skb without a device, never deferred).
     tso_defer: bool | None = None

@@ -122,3 +122,29 @@ def test_kernel_table_means_spread_and_ratio() -> None:
     assert t.loc["kernel", "app1_max"] == 90.0 and t.loc["sim", "app1_sd"] == 0.0
     assert t.loc["kernel / sim", "app1_mean"] == pytest.approx(70 / 40)
     assert t.loc["kernel / sim", "steady_total_mean"] == 1.0
+
+
+@needs_core
+def test_releasing_skbs_at_start_moves_the_split_towards_the_kernel_s_a_little() -> None:
+    """S2 with HyStart off (bench/s2_hystart_off.py), the device releasing an skb's bytes below
+    TCP when its transmission starts (`device_release = "start"`, the kernel backend's htb +
+    TUN) instead of when each segment is sent: app 1, whose skbs are the large ones, gains,
+    though far less than the kernel's 119.6 / 11.2 / 11.2 Mbit/s (docs/studies.md, S2)."""
+    d = s2_scenario(3, cc="cubic", tsq="linux", duration_s=10)
+    for f in d["flows"]:
+        f["cc_params"] = {"hystart": False}
+    end = _apps_mbps(d)
+    start = _apps_mbps(d | {"host": d["host"] | {"device_release": "start"}})
+    assert start[0] / start.sum() > end[0] / end.sum() + 0.005, (end, start)
+    assert start[1:].max() < end[1:].min(), (end, start)
+    # Either way the NIC is full.
+    assert start.sum() == pytest.approx(end.sum(), rel=0.02), (end, start)
+
+
+@needs_core
+def test_device_release_needs_a_device() -> None:
+    d = s2_scenario(3, cc="cubic", tsq="linux", duration_s=3)
+    with pytest.raises(Exception, match=r"device_release"):
+        cclab.simulate(d | {"host": {"device_release": "start"}})
+    with pytest.raises(Exception, match=r"device_release"):
+        cclab.simulate(d | {"host": d["host"] | {"device_release": "later"}})

@@ -54,6 +54,31 @@ impl SndbufMode {
     }
 }
 
+/// When the device gives a socket back the bytes of an skb it holds below TCP (`sk_wmem_alloc`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceRelease {
+    /// A NIC's TX completion: each segment's bytes when the NIC has sent it (`tcp_wfree` from
+    /// the driver's completion).
+    #[default]
+    End,
+    /// The kernel backend's htb + TUN device: the whole skb's bytes when its first segment
+    /// starts transmission, as `tun_net_xmit` (drivers/net/tun.c) orphans an skb
+    /// (`skb_orphan_frags_rx`, `skb_orphan`: `tcp_wfree`) when the qdisc hands it over. An
+    /// ablation of the kernel backend's device; only with a device (`device_rate_bps`).
+    Start,
+}
+
+impl DeviceRelease {
+    /// Its name in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceRelease::End => "end",
+            DeviceRelease::Start => "start",
+        }
+    }
+}
+
 /// How the bytes a socket may have below TCP are limited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -123,6 +148,10 @@ pub struct HostSpec {
     /// sending (default 1000).
     #[serde(default)]
     pub device_queue_pkts: Option<u32>,
+    /// When the device releases an skb's bytes below TCP (default `end`; see
+    /// [`DeviceRelease`]).
+    #[serde(default)]
+    pub device_release: Option<DeviceRelease>,
     /// Build skbs for unpaced sockets as Linux 6.18 does (`tcp_tso_autosize`) and hold a send
     /// back to make a larger one (`tcp_tso_should_defer`); default off: one segment per skb
     /// for an unpaced socket on a host without a device, never deferred.
@@ -156,6 +185,8 @@ pub struct HostStack {
     pub pacing_shift: u32,
     /// The interface queue, if modelled.
     pub device: Option<DeviceSpec>,
+    /// When the device releases an skb's bytes below TCP.
+    pub device_release: DeviceRelease,
     /// `tcp_tso_should_defer` (and `tcp_tso_autosize` for unpaced sockets without a device).
     pub tso_defer: bool,
     /// The socket send buffer.
@@ -220,6 +251,12 @@ impl HostSpec {
                 "needs device_rate_bps: the interface queue drains at the NIC's rate",
             ));
         }
+        if self.device_release.is_some() && self.device_rate_bps.is_none() {
+            return Err(bad(
+                "device_release",
+                "needs device_rate_bps: only a device releases bytes below TCP",
+            ));
+        }
         Ok(())
     }
 
@@ -247,6 +284,10 @@ impl HostSpec {
                 rate_bps,
                 queue_pkts: queue,
             }),
+            device_release: self
+                .device_release
+                .or(defaults.device_release)
+                .unwrap_or_default(),
             tso_defer: self.tso_defer.or(defaults.tso_defer).unwrap_or(false),
             sndbuf: self.sndbuf.or(defaults.sndbuf).unwrap_or_default(),
             tcp_wmem_bytes: self
@@ -328,5 +369,23 @@ mod tests {
         .validate("host")
         .unwrap_err();
         assert!(e.to_string().contains("0..31"), "{e}");
+        let e = HostSpec {
+            device_release: Some(DeviceRelease::Start),
+            ..HostSpec::default()
+        }
+        .validate("host")
+        .unwrap_err();
+        assert!(
+            matches!(&e, NetError::Field { field, .. } if field == "host.device_release"),
+            "{e}"
+        );
+        // Inherited from `[host]`; a NIC's completion when nobody says.
+        let h = HostSpec::default().resolve(&HostSpec {
+            device_rate_bps: Some(50_000_000),
+            device_release: Some(DeviceRelease::Start),
+            ..HostSpec::default()
+        });
+        assert_eq!(h.device_release, DeviceRelease::Start);
+        assert_eq!(HostStack::default().device_release, DeviceRelease::End);
     }
 }

@@ -732,6 +732,23 @@ impl<P: NetPacket> Link<P> {
         Some(e.pkt)
     }
 
+    /// Run `f` on each packet that has started transmission by `now_ns` and is still here (in
+    /// transmission, or sent and propagating), oldest first. The packet in transmission is the
+    /// first one not yet departed: a transmitter serves its FIFO back to back.
+    pub fn for_each_started(&mut self, now_ns: u64, f: &mut dyn FnMut(&mut P)) {
+        let now = if self.aqm.is_some() {
+            self.catch_up(now_ns)
+        } else {
+            self.advance(now_ns)
+        };
+        let in_service = (self.served - self.popped) as usize;
+        debug_assert!(self.fifo.get(in_service).is_none_or(|e| e.depart_ns > now));
+        // Departed ones, then the head of the queue (its transmitter was free by now).
+        for e in self.fifo.iter_mut().take(in_service + 1) {
+            f(&mut e.pkt);
+        }
+    }
+
     /// Packets waiting (in the AQM, if any) or in transmission at `now_ns` (packets
     /// propagating do not count).
     pub fn queue_pkts(&mut self, now_ns: u64) -> u32 {
@@ -799,6 +816,9 @@ impl<P: NetPacket> crate::medium::Medium<P> for Link<P> {
     }
     fn pop_dropped(&mut self) -> Option<(u64, Dropped<P>)> {
         Link::pop_dropped(self)
+    }
+    fn for_each_started(&mut self, now_ns: u64, f: &mut dyn FnMut(&mut P)) {
+        Link::for_each_started(self, now_ns, f)
     }
     fn lanes(&self) -> usize {
         1
@@ -912,6 +932,36 @@ mod tests {
             r#"{"capacity": {"kind": "trace", "opportunities_ms": [1], "y": 0}}"#
         )
         .is_err());
+    }
+
+    #[test]
+    fn started_packets_are_the_sent_ones_and_the_one_in_transmission() {
+        // Packet k has 1500 + k bytes: about 1 ms each at 12 Mbit/s; 10 ms of delay.
+        let mut l = rate_link(12_000_000, QueueLimit::Unlimited);
+        l.cfg.delay_ns = 10 * NS_PER_MS;
+        for k in 0..4 {
+            l.enqueue(0, P(1500 + k)).unwrap();
+        }
+        let started = |l: &mut Link<P>, t: u64| {
+            let mut v = Vec::new();
+            l.for_each_started(t, &mut |p: &mut P| v.push(p.0 - 1500));
+            v
+        };
+        assert_eq!(started(&mut l, 0), vec![0]);
+        assert_eq!(started(&mut l, NS_PER_MS - 1), vec![0]);
+        // The first sent (propagating), the second in transmission.
+        assert_eq!(started(&mut l, NS_PER_MS), vec![0, 1]);
+        assert_eq!(
+            started(&mut l, 2 * NS_PER_MS + NS_PER_MS / 2),
+            vec![0, 1, 2]
+        );
+        assert_eq!(
+            started(&mut l, 3 * NS_PER_MS + NS_PER_MS / 2),
+            vec![0, 1, 2, 3]
+        );
+        // Handed out at the far end: no longer here.
+        assert!(l.pop_arrived(11 * NS_PER_MS).is_some());
+        assert_eq!(started(&mut l, 11 * NS_PER_MS), vec![1, 2, 3]);
     }
 
     #[test]

@@ -36,6 +36,10 @@ pub trait Medium<P> {
     fn pop_dropped(&mut self) -> Option<(u64, Dropped<P>)> {
         None
     }
+    /// Run `f` on each packet taken that has started transmission by `now_ns` and not yet come
+    /// out (in transmission, or sent and propagating), in order. Default: none (only a link
+    /// reports them; a host's device is one).
+    fn for_each_started(&mut self, _now_ns: u64, _f: &mut dyn FnMut(&mut P)) {}
     /// Number of queues it reports (see the module doc).
     fn lanes(&self) -> usize;
     /// Packets queued in `lane` at `now_ns` (the one in transmission included).

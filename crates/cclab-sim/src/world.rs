@@ -16,6 +16,7 @@ use crate::tcp::sender::{Sender, SenderConfig};
 use crate::trace::{EventTrace, FlowTrace, LinkTrace};
 use crate::udp::{CbrSender, Transport, UdpReceiver, UdpStats, UDP_IP_HEADER_BYTES};
 use crate::{RunOutput, SimError};
+use cclab_net::host::DeviceRelease;
 use cclab_net::medium::Medium;
 
 mod handshake_glue;
@@ -88,6 +89,9 @@ struct LinkSlot {
     /// its senders did not offer because it was full (local drops, counted with its queue-full
     /// drops); empty until the first.
     local_drops: Vec<u64>,
+    /// A host device with `device_release = "start"`: it frees a data segment's bytes below TCP
+    /// when the segment starts transmission (the kernel backend's htb + TUN), not when sent.
+    release_at_start: bool,
 }
 
 /// A TCP flow.
@@ -183,6 +187,9 @@ pub struct World {
     max_events: u64,
     max_wall_s: Option<f64>,
     data_buf: Vec<DataSeg>,
+    /// `device_release = "start"`: (flow slot, device, bytes) of segments that started
+    /// transmission during the current event, released after it.
+    started_freed: Vec<(u32, u32, u32)>,
     ack_buf: Vec<AckSeg>,
     /// The S1 middleware's terminals, if it runs.
     agents: Option<Agents>,
@@ -215,6 +222,7 @@ impl World {
                 late_drops: !l.spec.qdisc.is_drop_tail() || l.spec.radio.is_some(),
                 first_lane: lane_names.len() as u32,
                 local_drops: Vec::new(),
+                release_at_start: false,
             });
             lane_names.push(l.name.clone());
         }
@@ -225,6 +233,7 @@ impl World {
                 late_drops: true,
                 first_lane: lane_names.len() as u32,
                 local_drops: Vec::new(),
+                release_at_start: false,
             });
             lane_names.extend(m.lanes.iter().cloned());
         }
@@ -240,6 +249,7 @@ impl World {
                 late_drops: false,
                 first_lane: lane_names.len() as u32,
                 local_drops: Vec::new(),
+                release_at_start: false,
             });
             lane_names.push(d.name.clone());
         }
@@ -439,6 +449,9 @@ impl World {
                 } else {
                     sender
                 };
+                if let (Some(d), DeviceRelease::Start) = (r.sender_device, stack.device_release) {
+                    links[(first_device + d) as usize].release_at_start = true;
+                }
                 // Without a device, the port queue on a medium it sends onto is its interface queue.
                 let device = match r.sender_device {
                     Some(d) => Some(InterfaceQueue {
@@ -640,6 +653,7 @@ impl World {
             max_events: sc.sim.max_events,
             max_wall_s: sc.sim.max_wall_s,
             data_buf: Vec::new(),
+            started_freed: Vec::new(),
             ack_buf: Vec::new(),
             agents,
         })
@@ -680,6 +694,9 @@ impl World {
                 Event::Agent(a) => self.on_agent(t, a),
                 Event::UdpSend(u) => self.on_udp_send(t, u),
                 Event::Sample => self.on_sample(t),
+            }
+            if !self.started_freed.is_empty() {
+                self.run_start_releases(t);
             }
             budget
                 .check(self.q.processed, t, self.q.due_by(end))
@@ -765,8 +782,9 @@ impl World {
                 continue;
             }
             // Leaving its sender's device: the NIC has sent it (`tcp_wfree`).
+            // (With `device_release = "start"` its bytes went when it started: none are left.)
             let sent = match p.seg {
-                Segment::Data(d) if p.hop == 0 => {
+                Segment::Data(d) if p.hop == 0 && d.below_bytes > 0 => {
                     let fl = &self.flows[p.flow as usize];
                     (p.route == fl.fwd_route && fl.device.is_some_and(|q| q.elem == l))
                         .then_some(d.below_bytes)
@@ -779,7 +797,42 @@ impl World {
             }
         }
         self.drain_late_drops(t, l);
+        self.release_started(t, l);
         self.schedule_link(l);
+    }
+
+    /// `device_release = "start"` on device `l`: the data segments that have started
+    /// transmission by `t` give their skb's bytes back to their sockets (`tun_net_xmit`
+    /// orphans the skb the qdisc hands it: `tcp_wfree`), once each.
+    fn release_started(&mut self, t: u64, l: u32) {
+        if !self.links[l as usize].release_at_start {
+            return;
+        }
+        let freed = &mut self.started_freed;
+        self.links[l as usize]
+            .link
+            .for_each_started(t, &mut |p: &mut Packet| {
+                if let Segment::Data(d) = &mut p.seg {
+                    if p.hop == 0 && d.below_bytes > 0 {
+                        freed.push((p.flow, l, d.below_bytes));
+                        d.below_bytes = 0;
+                    }
+                }
+            });
+    }
+
+    /// The completions [`World::release_started`] found, after the event that started the
+    /// segments (as `tcp_wfree` defers the socket's write to the TSQ tasklet); a sender they
+    /// let write may start more.
+    fn run_start_releases(&mut self, t: u64) {
+        while !self.started_freed.is_empty() {
+            let freed = std::mem::take(&mut self.started_freed);
+            for (f, l, len) in freed {
+                if self.flows[f as usize].device.is_some_and(|q| q.elem == l) {
+                    self.on_tx_complete(t, f, len);
+                }
+            }
+        }
     }
 
     /// Put `p` on the link at its current hop, or deliver it at the end of its path.
@@ -964,6 +1017,7 @@ impl World {
                 },
             );
         }
+        self.release_started(t, first.element);
         if retx > 0 {
             let log = &mut self.flows[f as usize].sender.sto.retx_episodes;
             debug_assert_eq!(log.len(), retx, "a retransmission without its episode");

@@ -605,9 +605,7 @@ impl Sender {
         let len = skb.end_seq - skb.seq;
         self.stats.sent_pkts += 1;
         let below = self.charge_below(len, skb_start);
-        if let Some(d) = out.last_mut() {
-            d.below_bytes = below;
-        }
+        self.hold_below(below, skb_start, out);
         (prior_wstamp_ns, len)
     }
 

@@ -16,7 +16,7 @@
 //! Without a device nothing is below TCP: completions are immediate and TSQ never binds.
 
 use super::sender::{Sender, SenderEvent};
-use cclab_net::host::{HostStack, TsqMode, PAPER_TSQ_FLOOR_BYTES};
+use cclab_net::host::{DeviceRelease, HostStack, TsqMode, PAPER_TSQ_FLOOR_BYTES};
 
 /// What an skb costs in `sk_wmem_alloc` besides its payload (charged byte for byte: page
 /// frags): its head, `struct sk_buff` and `struct skb_shared_info` (`SKB_TRUESIZE`). Measured on
@@ -54,6 +54,9 @@ pub struct BelowTcp {
     /// The host sends into a queue it can see: its device, or its port's transmit queue on a
     /// multi-port medium (a WLAN station's driver queue).
     interface_queue: bool,
+    /// `device_release = "start"`: the index in the caller's output of the first segment of
+    /// the skb being sent, which carries the whole skb's bytes below TCP.
+    skb_head_out: Option<usize>,
 }
 
 impl BelowTcp {
@@ -67,6 +70,7 @@ impl BelowTcp {
             local_drops: 0,
             peer_pacing_rate_bytes_per_s: 0,
             interface_queue: stack.device.is_some(),
+            skb_head_out: None,
         }
     }
 
@@ -176,6 +180,41 @@ impl Sender {
         self.below.wmem_bytes += bytes;
         self.below.device_room_pkts = self.below.device_room_pkts.saturating_sub(1);
         bytes as u32
+    }
+
+    /// Stamp the segment just pushed on `out` with the `below` bytes it holds below TCP. With
+    /// `device_release = "start"` the device frees a whole skb when its first segment starts
+    /// transmission (the kernel backend's TUN, `tun_net_xmit`), so that segment carries the
+    /// bytes of every segment of its skb and the others carry none.
+    pub(crate) fn hold_below(
+        &mut self,
+        below: u32,
+        skb_start: bool,
+        out: &mut [super::segment::DataSeg],
+    ) {
+        let at_start = self.below.stack.device_release == DeviceRelease::Start;
+        let last = out.len().checked_sub(1);
+        if skb_start || !at_start {
+            self.below.skb_head_out = last;
+            if let Some(d) = last.and_then(|i| out.get_mut(i)) {
+                d.below_bytes = below;
+            }
+            return;
+        }
+        match self.below.skb_head_out.filter(|&h| Some(h) != last) {
+            Some(h) if h < out.len() => {
+                out[h].below_bytes += below;
+                if let Some(d) = out.last_mut() {
+                    d.below_bytes = 0;
+                }
+            }
+            // The skb's first segment is not in this output: the segment holds its own bytes.
+            _ => {
+                if let Some(d) = out.last_mut() {
+                    d.below_bytes = below;
+                }
+            }
+        }
     }
 
     /// The driver sets how many packets the interface queue takes now and, for `tsq =
