@@ -369,16 +369,28 @@ mod tests {
         .validate("host")
         .unwrap_err();
         assert!(e.to_string().contains("0..31"), "{e}");
-        let e = HostSpec {
-            device_release: Some(DeviceRelease::Start),
-            ..HostSpec::default()
+        for (spec, name) in [
+            (
+                HostSpec {
+                    device_release: Some(DeviceRelease::Start),
+                    ..HostSpec::default()
+                },
+                "host.device_release",
+            ),
+            (
+                HostSpec {
+                    tcp_wmem_bytes: Some([16384, 4096, 4 << 20]),
+                    ..HostSpec::default()
+                },
+                "host.tcp_wmem_bytes",
+            ),
+        ] {
+            let e = spec.validate("host").unwrap_err();
+            assert!(
+                matches!(&e, NetError::Field { field, .. } if field == name),
+                "{e}"
+            );
         }
-        .validate("host")
-        .unwrap_err();
-        assert!(
-            matches!(&e, NetError::Field { field, .. } if field == "host.device_release"),
-            "{e}"
-        );
         // Inherited from `[host]`; a NIC's completion when nobody says.
         let h = HostSpec::default().resolve(&HostSpec {
             device_rate_bps: Some(50_000_000),
