@@ -7,9 +7,10 @@ socket's TCP_INFO, and a receiver that drains. Run inside a namespace:
 
 The sender sets the congestion control per socket (TCP_CONGESTION), the MSS (TCP_MAXSEG) and the
 buffers (SO_SNDBUF/SO_RCVBUF when > 0), writes as fast as the socket takes data (or ``--size``
-bytes: 64 KiB at a time, after poll() says the socket is writable, or with ``--writer blocking``
-in blocking sends), samples TCP_INFO every ``--interval-ms`` from a thread (about 1 us per call) and writes
-one CSV row per sample in cclab's flows schema, plus a last line of totals on stdout as JSON.
+bytes: 64 KiB at a time, after poll() says the socket is writable, or with ``--writer
+blocking`` in blocking sends), samples TCP_INFO every ``--interval-ms`` from a thread (about
+1 us per call) and writes one CSV row per sample in cclab's flows schema, plus a last line of
+totals on stdout as JSON.
 
 With ``--mptcp`` both ends open Multipath TCP sockets (IPPROTO_MPTCP); the sender's options apply
 to every subflow, and each sample is a row per subflow (getsockopt SOL_MPTCP MPTCP_TCPINFO), its

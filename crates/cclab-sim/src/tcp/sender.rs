@@ -17,7 +17,8 @@
 //! The application and the socket send buffer it writes into are in `sndbuf.rs`.
 //!
 //! Not modelled (we diverge): TSO/GSO (one MSS per skb), Nagle and corking (segments are whole
-//! MSS but the last), cwnd restart after idle, AccECN, path MTU discovery, SACK reneging. (TCP Small Queues and the device below are in `tsq.rs`.) The handshake is in
+//! MSS but the last), cwnd restart after idle, AccECN, path MTU discovery, SACK reneging. (TCP
+//! Small Queues and the device below are in `tsq.rs`.) The handshake is in
 //! `handshake.rs` (`Sender::init_transfer`); a flow without one starts established with the
 //! initial window after one RTT sample of the idle path (`Sender::syn_rtt_sample`).
 //! `FLAG_ACK_MAYBE_DELAYED` (a lone runt packet's delayed ACK) is never set.

@@ -33,6 +33,8 @@
 use std::collections::VecDeque;
 
 use super::sender::Sender;
+use super::tsq::SKB_TRUESIZE_OVERHEAD_BYTES;
+use cclab_net::host::HostStack;
 use serde::{Deserialize, Serialize};
 
 /// How the application writes (`flows[].writer`).
@@ -48,8 +50,6 @@ pub enum Writer {
     /// `sk_stream_write_space` finds 1/3 free, so the buffer stays between 2/3 and full.
     Blocking,
 }
-use super::tsq::SKB_TRUESIZE_OVERHEAD_BYTES;
-use cclab_net::host::HostStack;
 
 /// What one write asks for: the kernel traffic sender's and iperf3's 64 KiB (traffic.py
 /// `_CHUNK`).
@@ -112,11 +112,22 @@ impl SendBuffer {
         while self.skbs.front().is_some_and(|&(_, end)| end <= snd_una) {
             self.skbs.pop_front();
         }
-        write_seq.saturating_sub(snd_una) + SKB_TRUESIZE_OVERHEAD_BYTES * self.skbs.len() as u64
+        self.queued_bytes(snd_una, write_seq)
+    }
+
+    /// `sk_wmem_queued` without freeing anything: skbs wholly acked are skipped.
+    fn queued_bytes(&self, snd_una: u64, write_seq: u64) -> u64 {
+        let acked = self
+            .skbs
+            .iter()
+            .take_while(|&&(_, end)| end <= snd_una)
+            .count();
+        let skbs = (self.skbs.len() - acked) as u64;
+        write_seq.saturating_sub(snd_una) + SKB_TRUESIZE_OVERHEAD_BYTES * skbs
     }
 
     /// `sk_stream_is_writeable`: the free space is at least half what is queued.
-    pub(crate) fn writeable(&self, queued: u64) -> bool {
+    fn writeable(&self, queued: u64) -> bool {
         self.sndbuf_bytes as i64 - queued as i64 >= (queued >> 1) as i64
     }
 
@@ -211,8 +222,8 @@ impl Sender {
                     b.nospace = true; // tcp_poll
                     break;
                 }
-                if b.nospace {
-                    break; // a blocking writer sleeps until sk_stream_write_space wakes it
+                if self.cfg.writer == Writer::Blocking && b.nospace {
+                    break; // it sleeps until sk_stream_write_space wakes it
                 }
                 let want = APP_WRITE_BYTES.min(self.cfg.size_bytes - self.write_seq);
                 if self.sendmsg(want) == 0 {
@@ -281,21 +292,9 @@ impl Sender {
     /// without a send buffer.
     pub fn sndbuf_peek(&self) -> Option<(u64, u64)> {
         let b = self.sndbuf.as_ref()?;
-        let una = self.tp.snd_una;
-        let stale = b.skbs.iter().take_while(|&&(_, end)| end <= una).count();
-        let skbs = (b.skbs.len() - stale) as u64;
         Some((
             b.sndbuf_bytes,
-            self.write_seq.saturating_sub(una) + SKB_TRUESIZE_OVERHEAD_BYTES * skbs,
+            b.queued_bytes(self.tp.snd_una, self.write_seq),
         ))
-    }
-
-    /// `sk_sndbuf` and `sk_wmem_queued`, bytes (0 and 0 without a send buffer).
-    pub fn sndbuf_state(&mut self) -> (u64, u64) {
-        let (snd_una, write_seq) = (self.tp.snd_una, self.write_seq);
-        match self.sndbuf.as_mut() {
-            Some(b) => (b.sndbuf_bytes, b.wmem_queued(snd_una, write_seq)),
-            None => (0, 0),
-        }
     }
 }

@@ -27,9 +27,9 @@ fn started(cc: &'static str, tcp_wmem_bytes: [u64; 3]) -> (Sender, usize) {
 
 #[test]
 fn connect_sizes_the_buffer_as_the_kernel_does() {
-    let (mut s, sent) = started("reno", LINUX_TCP_WMEM_BYTES);
+    let (s, sent) = started("reno", LINUX_TCP_WMEM_BYTES);
     assert_eq!(sent, 10, "the initial window goes out");
-    let (sndbuf, queued) = s.sndbuf_state();
+    let (sndbuf, queued) = s.sndbuf_peek().unwrap();
     assert_eq!(sndbuf, 2 * 10 * PER_MSS, "46080: tcp_init_buffer_space");
     // The first write of 64 KiB fills one skb of size_goal (65 segments: 64 KB less
     // MAX_TCP_HEADER + 1, in whole segments) and finds no room for another.
@@ -38,9 +38,9 @@ fn connect_sizes_the_buffer_as_the_kernel_does() {
     // The 10 segments sent are skbs of tcp_tso_autosize's minimum (2 segments): 5 skbs and the
     // rest of the written one, each with its 832 bytes.
     assert_eq!(queued, 65_000 + 6 * 832);
-    let (mut b, _) = started("bbr", LINUX_TCP_WMEM_BYTES);
+    let (b, _) = started("bbr", LINUX_TCP_WMEM_BYTES);
     assert_eq!(
-        b.sndbuf_state().0,
+        b.sndbuf_peek().unwrap().0,
         3 * 10 * PER_MSS,
         "69120: bbr_sndbuf_expand"
     );
@@ -53,11 +53,11 @@ fn the_buffer_grows_with_cwnd_while_the_writer_waits_and_stops_at_tcp_wmem_max()
     // leaves, so tcp_new_space expands to 2 x 20 x per_mss.
     let out = on_ack(&mut s, 10 * MS, ack(10, &[], 1));
     assert_eq!((s.tp.snd_cwnd, out.len()), (20, 20));
-    assert_eq!(s.sndbuf_state().0, 2 * 20 * PER_MSS);
+    assert_eq!(s.sndbuf_peek().unwrap().0, 2 * 20 * PER_MSS);
     let (mut c, _) = started("reno", [4096, 16384, 60_000]);
-    assert_eq!(c.sndbuf_state().0, 46_080);
+    assert_eq!(c.sndbuf_peek().unwrap().0, 46_080);
     on_ack(&mut c, 10 * MS, ack(10, &[], 1));
-    assert_eq!(c.sndbuf_state().0, 60_000, "capped at tcp_wmem[2]");
+    assert_eq!(c.sndbuf_peek().unwrap().0, 60_000, "capped at tcp_wmem[2]");
 }
 
 #[test]
@@ -72,7 +72,7 @@ fn a_waiting_writer_has_found_more_than_two_thirds_queued() {
         let a = ack(s.tp.snd_nxt / 1000, &[], 1);
         on_ack(&mut s, t, a);
         writes += (s.write_seq > before) as u32;
-        let (sndbuf, queued) = s.sndbuf_state();
+        let (sndbuf, queued) = s.sndbuf_peek().unwrap();
         // The writer loops while poll() says writable, so after every event it waits on a
         // socket more than 2/3 full (sk_stream_is_writeable false, SOCK_NOSPACE set).
         assert!(s.sndbuf.as_ref().unwrap().nospace);
