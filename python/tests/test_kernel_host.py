@@ -47,6 +47,10 @@ def test_simulator_only_stack_settings_are_refused_or_recorded_on_the_kernel():
         assert parity(sc) == []
         dev = plan_network(sc.lowered()).deviations
         assert any(f"tsq = {tsq!r} (simulator-only) runs as Linux's TSQ" in x for x in dev), dev
+        assert any("device_release = 'end' runs as 'start'" in x for x in dev), dev
+    # The ablation that models the kernel backend's device is no deviation there.
+    sc = load_scenario({**_nic("10Mbps", 1), "host": {"device_rate_bps": "10Mbps", "device_release": "start"}})
+    assert plan_network(sc.lowered()).deviations == []
 
 
 @root_only

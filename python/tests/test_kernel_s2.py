@@ -45,7 +45,9 @@ def test_s2_setup_on_the_kernel_matches_the_simulators_total() -> None:
     at 30 s: within 1.3 %; 12 s leaves the first 2 s a larger part)."""
     sc = load_scenario(s2_scenario(3, cc="cubic", tsq="linux", duration_s=12))
     k, s = run_kernel(sc), cclab.simulate(sc)
-    assert k.summary["deviations"] == []
+    # The one deviation: the sender's htb + TUN device frees an skb when it starts, not ends.
+    assert [x.split(":")[0] for x in k.summary["deviations"]] == ["host 'snd'"], k.summary["deviations"]
+    assert "device_release = 'end' runs as 'start'" in k.summary["deviations"][0]
     for f in k.summary["flows"]:
         assert f["unknown_subflows"] == [], f
         assert [x["path"] for x in f["subflows"]] == _PATHS, f

@@ -115,6 +115,7 @@ def plan_network(lowered: dict[str, Any]) -> KernelPlan:
                                               port=f"h{host_ix[h]}i{k}")
     stacks = {h: lowered.get("stacks", {}).get(h, {}) for h in hosts_used}
     deviations: list[str] = []
+    senders = {f["sender"] for f in lowered["flows"]}
     for h, st in stacks.items():
         if st.get("tsq") == "off":
             # What runs instead: Linux 6.18 has no way to turn TSQ off. A TUN orphans its skbs on
@@ -130,6 +131,13 @@ def plan_network(lowered: dict[str, Any]) -> KernelPlan:
             deviations.append(f"host {h!r}: tsq = {st['tsq']!r} (simulator-only) runs as Linux's TSQ (tsq = 'linux': "
                               f"min(max(2 truesize, pacing_rate >> 10), tcp_limit_output_bytes = "
                               f"{st.get('tsq_limit_bytes')}))")
+        if st.get("device") and h in senders and st.get("device_release", "end") != "start":
+            # The kernel backend's device is htb + TUN: tun_net_xmit (drivers/net/tun.c) orphans
+            # a whole skb when htb hands it over, before its segments are on the wire, where a
+            # NIC frees each on TX completion (device_release = "end", the simulator's default).
+            deviations.append(f"host {h!r}: device_release = {st.get('device_release', 'end')!r} runs as 'start': "
+                              "the kernel backend's device (htb + TUN) gives a socket back a whole skb's bytes "
+                              "below TCP when its transmission starts, not as each segment is sent")
         if st.get("pacing_shift", 10) != 10:
             problems.append(f"host {h!r}: pacing_shift = {st['pacing_shift']} is simulator-only (a driver sets "
                             "sk_pacing_shift on the kernel; no socket option does)")
