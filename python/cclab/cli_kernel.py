@@ -198,6 +198,13 @@ def fidelity(quick: bool, cases: tuple[str, ...], seeds: int, out_dir: str, kern
         t.add_row(r["case"], str(r["seed"]), str(r["flow"]), r["metric"], f"{r['simulator']:.4g}", f"{r['kernel']:.4g}",
                   f"{r['error']:+.3f}" if r["error"] == r["error"] else "", mark)
     out.print(t)
+    if "timing_suspect" in table:
+        late = table[table["timing_suspect"] == True].drop_duplicates(["case", "seed"])  # noqa: E712
+        for _, r in late.iterrows():
+            err.print(f"[yellow]{r['case']} seed {r['seed']}: the link emulator ran late (p99 "
+                      f"{r['emu_late_p99_us']:.0f} us, max {r['emu_late_max_us']:.0f} us; load "
+                      f"{r['host_load_1min']:.1f}): the kernel's slow-start exit and what follows may be "
+                      "the machine's, not the kernel's; rerun on a quiet machine[/]", highlight=False)
     failed = table[table["metric"] == "error"]
     for _, r in failed.iterrows():
         err.print(f"[bold red]{r['case']} seed {r['seed']} failed:[/] {r.get('message', '')}", highlight=False)

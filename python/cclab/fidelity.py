@@ -177,6 +177,29 @@ def kernel_hystart(summary: dict[str, Any], flows: list[dict[str, Any]]) -> str:
     return "delay" if c["TCPHystartDelayDetect"] else "none"
 
 
+#: Emulator lateness (p99 over a run) above which a kernel run's timing is suspect: a quarter
+#: of HyStart's ACK-train gap (``hystart_ack_delta_us``, 2 ms). On a quiet machine p99 is 40-120
+#: us; with builds running beside it, 0.2-1.7 ms (docs/design.md, "Fidelity").
+LATE_P99_US = 500.0
+
+
+def kernel_timing(summary: dict[str, Any]) -> dict[str, float | bool]:
+    """How well the kernel run kept time: the link emulator's release lateness over the run
+    (``emu_late_p99_us``, ``emu_late_max_us``; cclab-link's histogram), the machine's 1-minute
+    load average at the run's start and end (the larger, ``host_load_1min``), and
+    ``timing_suspect`` when p99 lateness reached :data:`LATE_P99_US`: then figures that hang on
+    ms timing (HyStart's exit, and what follows from it) say more about the machine than about
+    the kernel. NaN where the summary does not have them (older cached runs)."""
+    links = summary.get("links") or {}
+    late = links.get("lateness") if isinstance(links, dict) else None
+    p99 = float(late["p99_us"]) if late and late.get("p99_us") is not None else math.nan
+    mx = float(late["max_us"]) if late and late.get("max_us") is not None else math.nan
+    load = summary.get("host_load_1min")
+    return {"emu_late_p99_us": p99, "emu_late_max_us": mx,
+            "host_load_1min": float(max(load)) if load else math.nan,
+            "timing_suspect": bool(p99 >= LATE_P99_US)}
+
+
 @dataclass
 class KernelRun:
     """What the comparison reads of a kernel run: its flows trace and its summary."""
@@ -231,6 +254,7 @@ def compare_case(case: Case, seed: int = 1, kernel_runs: KernelRuns | None = Non
     s = simulate(load_scenario(paired(d, k.summary)))
     loss = bool(d["bottleneck"].get("loss"))
     hystart = kernel_hystart(k.summary, d["flows"])
+    timing = kernel_timing(k.summary)
     rows = []
     for sc_flow, fs, fk in zip(d["flows"], s.summary["flows"], k.summary["flows"]):
         ms, mk = (_metrics(r, fs["flow"], f, sc_flow, loss) for r, f in ((s, fs), (k, fk)))
@@ -240,7 +264,7 @@ def compare_case(case: Case, seed: int = 1, kernel_runs: KernelRuns | None = Non
                 ok = None  # the two backends time a transfer's goodput differently: completion_s is its target
             rows.append({"case": case.name, "kind": case.kind, "seed": seed, "flow": fs["flow"], "metric": metric,
                          "simulator": ms[metric], "kernel": mk[metric], "error": err, "target_met": ok,
-                         "kernel_hystart": hystart})
+                         "kernel_hystart": hystart, **timing})
     traces = {"simulator": s.flows[["flow", "t_s", "cwnd_pkts"]], "kernel": k.flows[["flow", "t_s", "cwnd_pkts"]]}
     return pd.DataFrame(rows), traces
 

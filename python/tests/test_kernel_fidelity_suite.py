@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 import cclab
-from cclab.fidelity import TARGETS, _error, grid, kernel_hystart, paired, run_fidelity
+from cclab.fidelity import LATE_P99_US, TARGETS, _error, grid, kernel_hystart, kernel_timing, paired, run_fidelity
 
 from .conftest import needs_core
 
@@ -56,6 +56,21 @@ def test_the_kernels_hystart_detector_is_read_from_the_senders_counters() -> Non
     assert kernel_hystart({"tcp_counters": {"sender": {}}}, one) == ""  # an older summary
     two = one + [{"sender": "sender", "receiver": "receiver"}]
     assert kernel_hystart(summary(1, 0), two) == ""  # which flow's exit would it be?
+
+
+def test_a_kernel_run_that_kept_poor_time_is_marked() -> None:
+    """The emulator's lateness and the machine's load come with every row; a p99 lateness of a
+    quarter of HyStart's ACK-train gap or more marks the run (a loaded machine: 0.2-1.7 ms)."""
+    def summary(p99_us: float) -> dict:
+        return {"links": {"lateness": {"count": 10, "max_us": 4 * p99_us, "p50_us": 1.0, "p99_us": p99_us}},
+                "host_load_1min": [0.4, 2.5]}
+
+    quiet = kernel_timing(summary(55.0))
+    assert quiet == {"emu_late_p99_us": 55.0, "emu_late_max_us": 220.0, "host_load_1min": 2.5,
+                     "timing_suspect": False}
+    assert kernel_timing(summary(LATE_P99_US))["timing_suspect"] is True
+    old = kernel_timing({"links": [{"name": "bottleneck"}]})  # the simulator's links, or an older run
+    assert math.isnan(old["emu_late_p99_us"]) and math.isnan(old["host_load_1min"]) and not old["timing_suspect"]
 
 
 def test_the_grid_covers_what_issue_13_asks() -> None:

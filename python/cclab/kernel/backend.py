@@ -189,6 +189,7 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
     run_id = f"{os.getpid() % 100000}{int(time.time() * 1000) % 10000}"
     interval_ms = d["sim"]["trace_interval_ms"]
     t_wall = time.perf_counter()
+    load_at_start = os.getloadavg()[0]
     helpers: list[subprocess.Popen[str]] = []  # traffic processes: killed however the run ends
     # Every step that makes or undoes something runs with the stop signals held (_Shielded):
     # a signal then stops the run between two steps, never half-way through one.
@@ -405,6 +406,9 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
              "tcp_counters": tcp_counters,
              # where the run's zero fell on the kernel's tick grid ([sim] settings of these names; jiffies.py)
              "kernel_clock": kclock,
+             # the machine's 1-minute load average when the run began and ended: a run's timing
+             # (the emulator's lateness, links' "lateness") suffers on a loaded machine
+             "host_load_1min": [round(load_at_start, 2), round(os.getloadavg()[0], 2)],
              "deviations": net.deviations + flow_deviations(d)}
     if mw_status:
         extra["middleware"] = {"cap": sc.kernel.middleware_cap, "daemons": mw_status}

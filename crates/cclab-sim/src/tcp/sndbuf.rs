@@ -64,9 +64,10 @@ const SHINFO_BYTES: u64 = 320;
 const SK_BUFF_BYTES: u64 = 256;
 /// `TCP_INIT_CWND`.
 const TCP_INIT_CWND: u64 = 10;
-/// `sk_gso_max_size` of a TUN or veth device: `GSO_LEGACY_MAX_SIZE` less `MAX_TCP_HEADER + 1`
+/// `sk_gso_max_size` of a TUN or veth device: `GSO_LEGACY_MAX_SIZE` less `MAX_TCP_HEADER + 1`;
+/// also the cap of `tcp_tso_autosize` (tso.rs)
 /// (net/core/sock.c `sk_dst_gso_max_size`).
-const GSO_MAX_SIZE_BYTES: u64 = 65536 - (MAX_TCP_HEADER_BYTES + 1);
+pub(crate) const GSO_MAX_SIZE_BYTES: u64 = 65536 - (MAX_TCP_HEADER_BYTES + 1);
 
 /// One socket's send buffer.
 #[derive(Debug, Clone)]
@@ -236,7 +237,7 @@ impl Sender {
 
     /// `tcp_xmit_size_goal`: `sk_gso_max_size` bounded to half the peer's largest window, in
     /// whole segments.
-    fn size_goal(&self) -> u64 {
+    pub(crate) fn size_goal(&self) -> u64 {
         let mss = u64::from(self.tp.mss_cache).max(1);
         let goal = GSO_MAX_SIZE_BYTES.min((self.snd_wnd / 2).max(mss));
         (goal / mss).max(1) * mss

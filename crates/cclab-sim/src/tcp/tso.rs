@@ -10,10 +10,9 @@
 //! device sends one segment per skb and never defers (the simulator's earlier model).
 
 use super::sender::Sender;
+use super::sndbuf::GSO_MAX_SIZE_BYTES;
 use crate::cc::CaState;
 
-/// `sk_gso_max_size` of the devices we stand in for (`GSO_LEGACY_MAX_SIZE`, TUN and veth).
-const GSO_MAX_SIZE_BYTES: u64 = 65536;
 /// `sysctl_tcp_tso_win_divisor` (default 3).
 const TSO_WIN_DIVISOR: u64 = 3;
 /// `NSEC_PER_MSEC`: the "last write was recent" and "next ACK soon" bounds of the deferral.
@@ -57,10 +56,7 @@ impl Sender {
         if self.sndbuf.is_some() {
             return self.send_head_len().unwrap_or(0);
         }
-        let mss = u64::from(self.tp.mss_cache).max(1);
-        let goal = GSO_MAX_SIZE_BYTES.min((self.snd_wnd / 2).max(mss));
-        let goal = (goal / mss).max(1) * mss;
-        goal.min(self.cfg.size_bytes.saturating_sub(self.tp.snd_nxt))
+        self.size_goal().min(self.cfg.size_bytes.saturating_sub(self.tp.snd_nxt))
     }
 
     /// `tcp_tso_should_defer`: hold the next skb back, hoping the next ACK makes room for a
