@@ -94,8 +94,9 @@ def grid(quick: bool = False) -> list[Case]:
 
 
 def paired(scenario: dict[str, Any], kernel_summary: dict[str, Any]) -> dict[str, Any]:
-    """``scenario`` for the simulator, paired with a kernel run of it: the kernel's tick grid and
-    each flow's connect() time (the seed is the scenario's own)."""
+    """``scenario`` for the simulator, paired with a kernel run of it: the kernel's tick grid,
+    each flow's connect() time and, for a TCP flow, how long after connect() returned its
+    sender called send() first (``first_write_delay_us``; the seed is the scenario's own)."""
     d = {**scenario, "sim": dict(scenario.get("sim", {})), "flows": [dict(f) for f in scenario["flows"]]}
     clock = kernel_summary.get("kernel_clock")
     if clock:
@@ -104,13 +105,23 @@ def paired(scenario: dict[str, Any], kernel_summary: dict[str, Any]) -> dict[str
     for f, k in zip(d["flows"], kernel_summary["flows"]):
         if k.get("connect_s") is not None:
             f["start_s"] = float(k["connect_s"])
+        if f.get("transport", "tcp") == "tcp" and k.get("first_write_s") is not None and k.get("established_s") is not None:
+            f["first_write_delay_us"] = round(max(0.0, float(k["first_write_s"]) - float(k["established_s"])) * 1e6, 1)
     return d
 
 
-def _ss_exit(flows: pd.DataFrame) -> tuple[float, float]:
-    """The first finite ssthresh (packets) and when it appeared: slow start's exit."""
+def _ss_exit(flows: pd.DataFrame, cap_pkts: float | None = None) -> tuple[float, float]:
+    """The first finite ssthresh (packets) and when it appeared: slow start's exit. With a
+    window cap (``max_cwnd_pkts``) an ssthresh at the cap from the first sample on is passed over: the
+    kernel backend caps cwnd with ``bpf_setsockopt(TCP_BPF_SNDCWND_CLAMP)``, which also sets
+    ssthresh to the cap at establishment (net/core/filter.c, kernel/clamp.py), so slow start
+    ends there by the tool, not by the sender; the first reduction after it is the exit."""
     ss = pd.to_numeric(flows["ssthresh_pkts"], errors="coerce").astype(float)
-    hit = flows[(ss > 0) & (ss < 1e6)]
+    finite = (ss > 0) & (ss < 1e6)
+    if cap_pkts and len(ss) and ss.iloc[0] == float(cap_pkts):
+        lead = (ss == float(cap_pkts)).cummin()  # at the cap from the first sample on
+        finite &= ~lead
+    hit = flows[finite]
     if hit.empty:
         return (math.nan, math.nan)
     return (float(pd.to_numeric(hit["ssthresh_pkts"]).iloc[0]), float(hit["t_s"].iloc[0]))
@@ -133,7 +144,7 @@ def _cubic_fit(flows: pd.DataFrame) -> tuple[float, float]:
 
 def _metrics(res: Any, flow: str, f_sum: dict[str, Any], sc_flow: dict[str, Any], loss: bool) -> dict[str, float]:
     fl = res.flows[res.flows["flow"] == flow].sort_values("t_s")
-    exit_pkts, exit_s = _ss_exit(fl)
+    exit_pkts, exit_s = _ss_exit(fl, sc_flow.get("max_cwnd_pkts"))
     m = {"goodput_mbps": f_sum["goodput_bps"] / 1e6, "retrans_pkts": float(f_sum["retrans_pkts"]),
          "rto_count": float(f_sum["rto_count"]), "ss_exit_pkts": exit_pkts, "ss_exit_s": exit_s}
     if sc_flow.get("size_bytes"):

@@ -644,7 +644,7 @@ class NetLink(Duplex):
 _TCP_ONLY = ("cc", "cc_params", "mss_bytes", "initial_cwnd_pkts", "max_cwnd_pkts", "rwnd_bytes", "sack",
              "timestamps", "delayed_ack", "ack_every_pkts", "frto", "tlp", "ack_counting", "writer", "rto_min_ms",
              "rto_initial_ms", "rto_max_ms", "rto_min_mode", "rtt_gains", "rto_profile", "eifel_detection", "dsack_undo",
-             "sto_response", "profile", "ecn", "reverse_path", "handshake")
+             "sto_response", "profile", "ecn", "reverse_path", "handshake", "first_write_delay_us")
 
 
 class SizeBin(_Model):
@@ -729,6 +729,12 @@ class Flow(_Model):
     #: path's (the model before the handshake existed). Multipath
     #: TCP connections keep the modelled handshake whatever this says (docs/scenario.md).
     handshake: bool = True
+    #: With the handshake: how long after connect() returns the application writes first, us. A
+    #: process woken by connect() cannot write in the instant its kernel sent the handshake's
+    #: last ACK; with 0 that ACK and the initial window reach the first queue together (one more
+    #: packet than a real host puts there). The kernel backend's sender measures about 50 us on a
+    #: quiet machine; `cclab fidelity` pairs each run with the kernel's own figure.
+    first_write_delay_us: float = Field(default=50.0, ge=0, le=1_000_000)
     #: What one step of cwnd growth counts: "segments" acked (Linux 3.18 on, 6.18) or "acks"
     #: (one step per ACK whatever it acknowledges: Linux before 3.18, e.g. the S1 paper's 3.4
     #: phones; the kernel backend runs 6.18's rule and says so in the summary's deviations).

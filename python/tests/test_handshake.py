@@ -76,3 +76,33 @@ def test_the_timer_wheel_setting_and_the_tick_grid():
     d["sim"] = {"tick_phase_us": 4000}
     with pytest.raises(ScenarioError, match="tick_phase_us"):
         load_scenario(d)
+
+
+def test_the_first_write_follows_the_handshakes_last_ack():
+    """A queue of 10 packets takes the initial window whole only if the handshake's last ACK has
+    left it first: as on the kernel (sniffed: the kernel backend's sender writes 50-400 us
+    after that ACK), not when both arrive in the same instant (first_write_delay_us = 0)."""
+    def run(delay_us: float) -> cclab.RunResult:
+        return cclab.simulate({"name": "iw", "duration_s": 0.2, "sim": {"trace": "change"},
+                               "bottleneck": {"rate_bps": "20Mbps", "delay_ms": 5, "queue_pkts": 10},
+                               "flows": [{"cc": "reno", "first_write_delay_us": delay_us}]})
+
+    def first_drop_s(r: cclab.RunResult) -> float:
+        d = r.events[r.events["kind"] == "drop"]
+        return float(d["t_s"].min()) if len(d) else float("inf")
+
+    together, after = run(0.0), run(50.0)
+    assert first_drop_s(together) < 0.0105  # the initial window's last packet, at once
+    assert first_drop_s(after) > 0.02  # slow start's second round overflows it, not the first
+    assert after.summary["flows"][0]["established_s"] == pytest.approx(0.010, abs=5e-4)
+    with pytest.raises(ScenarioError, match="first_write_delay_us"):
+        load_scenario({**_path(), "flows": [{"cc": "cubic", "first_write_delay_us": -1}]})
+
+
+def test_a_delayed_first_write_still_arms_the_retransmission_timer():
+    """The whole initial window lost (packets 3-12 on the forward link: SYN 1, ACK 2): only the
+    sender's timer armed at the first write (a loss probe, then the RTO) recovers it."""
+    d = _path(first_write_delay_us=200.0)
+    d["bottleneck"]["loss_model"] = {"kind": "nth", "pkts": list(range(3, 13))}
+    st = cclab.simulate(d).summary["flows"][0]
+    assert st["retrans_pkts"] >= 10 and st["delivered_bytes"] == 100_000, st

@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 import cclab
-from cclab.fidelity import LATE_P99_US, TARGETS, _error, grid, kernel_hystart, kernel_timing, paired, run_fidelity
+from cclab.fidelity import LATE_P99_US, TARGETS, _error, _ss_exit, grid, kernel_hystart, kernel_timing, paired, run_fidelity
 
 from .conftest import needs_core
 
@@ -32,6 +32,10 @@ def test_a_paired_scenario_takes_the_kernels_tick_grid_and_connect_times() -> No
     assert "start_s" not in sc["flows"][0] and "jiffies_at_zero" not in sc["sim"]  # the case is left alone
     # Without a kernel clock (not readable) only the connect times pair.
     assert "jiffies_at_zero" not in paired(sc, {"flows": [{"connect_s": 0.001}]})["sim"]
+    # The application's first write, after connect() returned, as the kernel's sender timed it.
+    k["flows"][0].update(established_s=0.0122, first_write_s=0.01234)
+    assert paired(sc, k)["flows"][0]["first_write_delay_us"] == pytest.approx(140.0)
+    assert "first_write_delay_us" not in sc["flows"][0]
 
 
 def test_errors_are_relative_but_betas_absolute() -> None:
@@ -71,6 +75,21 @@ def test_a_kernel_run_that_kept_poor_time_is_marked() -> None:
     assert kernel_timing(summary(LATE_P99_US))["timing_suspect"] is True
     old = kernel_timing({"links": [{"name": "bottleneck"}]})  # the simulator's links, or an older run
     assert math.isnan(old["emu_late_p99_us"]) and math.isnan(old["host_load_1min"]) and not old["timing_suspect"]
+
+
+def test_a_capped_flows_exit_is_its_first_reduction_not_the_clamps_ssthresh() -> None:
+    """The kernel backend's cap (TCP_BPF_SNDCWND_CLAMP) sets ssthresh to the cap at
+    establishment; the slow-start exit compared is the first reduction after that."""
+    import pandas as pd
+
+    nan = float("nan")
+    kernel = pd.DataFrame({"t_s": [0.1, 0.2, 8.8, 9.0], "ssthresh_pkts": [50, 50, 35, 35]})
+    sim = pd.DataFrame({"t_s": [0.1, 0.2, 8.8, 9.0], "ssthresh_pkts": [nan, nan, 35, 35]})
+    assert _ss_exit(kernel) == (50.0, 0.1)
+    assert _ss_exit(kernel, 50) == _ss_exit(sim, 50) == _ss_exit(sim) == (35.0, 8.8)
+    # A reduction to exactly the cap later on is a reduction.
+    later = pd.DataFrame({"t_s": [0.1, 5.0, 6.0], "ssthresh_pkts": [nan, 50, 50]})
+    assert _ss_exit(later, 50) == (50.0, 5.0)
 
 
 def test_the_grid_covers_what_issue_13_asks() -> None:

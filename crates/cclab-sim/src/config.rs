@@ -266,6 +266,11 @@ pub struct FlowSpec {
     /// established at `start_s` with the idle path's RTT as its first sample.
     #[serde(default = "yes")]
     pub handshake: bool,
+    /// With the handshake, how long after `connect()` returns (the sender is established) the
+    /// application's first write comes, us: a process woken by its connect() cannot write in
+    /// the instant its kernel sent the handshake's last ACK (`world::handshake_glue`).
+    #[serde(default = "d_first_write_delay")]
+    pub first_write_delay_us: f64,
     /// What one step of cwnd growth counts: acked segments (Linux 3.18 on) or ACKs (before).
     #[serde(default)]
     pub ack_counting: crate::tcp::sender::AckCounting,
@@ -336,6 +341,11 @@ fn d_ack_every() -> u32 {
 }
 fn yes() -> bool {
     true
+}
+/// The kernel backend's sender on a quiet machine (docs/design.md, "The handshake").
+pub const DEFAULT_FIRST_WRITE_DELAY_US: f64 = 50.0;
+fn d_first_write_delay() -> f64 {
+    DEFAULT_FIRST_WRITE_DELAY_US
 }
 fn d_rto_min() -> f64 {
     200.0
@@ -615,6 +625,12 @@ impl Scenario {
             ));
         }
         check_nonneg(&format!("{p}.start_s"), f.start_s)?;
+        if !(f.first_write_delay_us.is_finite() && (0.0..=1e6).contains(&f.first_write_delay_us)) {
+            return Err(err(
+                format!("{p}.first_write_delay_us"),
+                format!("{} is not accepted: 0..1000000 us", f.first_write_delay_us),
+            ));
+        }
         f.check_transport(p)?;
         if let Some(w) = &f.workload {
             if f.transport != crate::udp::Transport::Tcp {

@@ -540,6 +540,7 @@ impl World {
                         } else {
                             handshake_glue::MptcpOption::Join
                         }),
+                        (f.first_write_delay_us * 1000.0).round() as u64,
                     ))
                 });
                 flows.push(FlowSlot {
@@ -682,6 +683,17 @@ impl World {
                 {
                     self.begin_connection(t, f);
                     self.hs_connect(t, f)
+                }
+                Event::AppStart(f)
+                    if self.flows[f as usize].conn.is_none()
+                        && self.flows[f as usize]
+                            .hs
+                            .as_ref()
+                            .is_some_and(|h| h.established_ns.is_some()) =>
+                {
+                    // The first write, `first_write_delay_us` after connect() returned.
+                    self.drive_sender(t, f, |s, buf| s.on_start(t, buf));
+                    self.after_sender(t, f, false);
                 }
                 Event::AppStart(f) if self.flows[f as usize].conn.is_some() => {
                     self.mptcp_start(t, f)

@@ -620,6 +620,8 @@ def _result(sc: Scenario, d: dict[str, Any], frames: dict[int, pd.DataFrame], to
                      "start_s": t["start_s"],
                      # when connect() returned, run time (traffic.py's connected_s counts from zero)
                      "established_s": t.get("connected_s"),
+                     # when it called send() first, run time
+                     "first_write_s": t.get("first_write_s"),
                      # when the sender called connect(), its SYN (run time)
                      "connect_s": t.get("connect_s"),
                      "mean_cwnd_pkts": float(frames[k]["cwnd_pkts"].mean()),

@@ -160,6 +160,7 @@ def _send(a: argparse.Namespace) -> None:
     th.start()
     buf = b"\0" * _CHUNK
     sent = 0
+    t_first_write = None  # when the first send() was called (the simulator's first_write_delay_us)
     end = t_connected + a.duration if zero is None else zero + a.until_s
     if a.writer == "poll":
         s.settimeout(0.2)  # CPython polls for POLLOUT before each send
@@ -171,6 +172,10 @@ def _send(a: argparse.Namespace) -> None:
             # then refill the buffer before a third of it is free.
             left_us = max(1000, int((end - time.monotonic()) * 1e6))
             s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", left_us // 1_000_000, left_us % 1_000_000))
+        if t_first_write is None:
+            # The kernel sends the initial window within this first call (a blocking one may
+            # return only when the whole chunk is in: not the time to take).
+            t_first_write = time.monotonic()
         try:
             n = s.send(buf if a.size == 0 else buf[: min(_CHUNK, a.size - sent)])
             sent += n
@@ -199,7 +204,8 @@ def _send(a: argparse.Namespace) -> None:
         w.writerows(rows)
     elapsed = time.monotonic() - t_connected
     s.close()
-    print(json.dumps({"sent_bytes": sent, "elapsed_s": elapsed, "connected_s": t_connected - t0, "connect_s": t_connect - t0, "samples": len(rows),
+    print(json.dumps({"sent_bytes": sent, "elapsed_s": elapsed, "connected_s": t_connected - t0, "connect_s": t_connect - t0,
+                      "first_write_s": None if t_first_write is None else t_first_write - t0, "samples": len(rows),
                       **{k: final[k] for k in ("bytes_acked", "total_retrans", "total_rto", "delivered_ce")},
                       **({k: final[k] for k in ("subflows", "unknown_subflows")} if a.mptcp else {}),
                       **({} if a.mptcp else {"first_total_rto": rto["first"] or 0, "rto_windows": rto["windows"]})}),

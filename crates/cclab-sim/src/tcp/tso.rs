@@ -56,7 +56,8 @@ impl Sender {
         if self.sndbuf.is_some() {
             return self.send_head_len().unwrap_or(0);
         }
-        self.size_goal().min(self.cfg.size_bytes.saturating_sub(self.tp.snd_nxt))
+        self.size_goal()
+            .min(self.cfg.size_bytes.saturating_sub(self.tp.snd_nxt))
     }
 
     /// `tcp_tso_should_defer`: hold the next skb back, hoping the next ACK makes room for a

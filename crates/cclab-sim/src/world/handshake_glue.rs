@@ -27,6 +27,8 @@ pub(super) struct Handshake {
     ack_wire: u32,
     /// When the sender was established (`connect()` returned), ns.
     pub established_ns: Option<u64>,
+    /// How long after that the application writes first (`flows[].first_write_delay_us`), ns.
+    first_write_delay_ns: u64,
 }
 
 /// The Multipath TCP option a subflow's handshake carries (RFC 8684, Linux 6.18
@@ -58,6 +60,7 @@ impl Handshake {
         rto_initial_us: u64,
         rto_max_us: u64,
         mptcp: Option<MptcpOption>,
+        first_write_delay_ns: u64,
     ) -> Self {
         let [syn, synack, ack] = mptcp.map_or([0; 3], MptcpOption::bytes);
         Handshake {
@@ -67,6 +70,7 @@ impl Handshake {
             synack_wire: syn_wire_bytes(sack, timestamps) + synack,
             ack_wire: ack_wire_bytes(timestamps) + ack,
             established_ns: None,
+            first_write_delay_ns,
         }
     }
 
@@ -169,10 +173,16 @@ impl World {
                         // The subflow joins its connection below (`mptcp_start`).
                         self.flows[f as usize].sender.init_transfer(t, &o);
                     } else {
-                        self.drive_sender(t, f, |s, buf| {
-                            s.init_transfer(t, &o);
-                            s.on_start(t, buf);
-                        });
+                        // The handshake's last ACK has gone (above); the application, woken by
+                        // connect() returning, writes a little later (`AppStart` on an
+                        // established flow: `World::run`).
+                        self.flows[f as usize].sender.init_transfer(t, &o);
+                        let delay = self.hs(f).first_write_delay_ns;
+                        if delay == 0 {
+                            self.drive_sender(t, f, |s, buf| s.on_start(t, buf));
+                        } else {
+                            self.q.push(t + delay, Event::AppStart(f));
+                        }
                     }
                     let tp = &self.flows[f as usize].sender.tp;
                     let srtt = if tp.srtt_us == 0 {
