@@ -387,7 +387,8 @@ class HostStack(_Model):
     device_queue_pkts: int | None = Field(default=None, ge=1)
     #: When the device gives a socket back an skb's bytes below TCP (sk_wmem_alloc): end (a
     #: NIC's TX completion, each segment when sent; the default) or start (the kernel backend's
-    #: htb + TUN: tun_net_xmit frees the whole skb when its first segment starts transmission;
+    #: htb + TUN: an skb's segments are handed on together when its turn comes and
+    #: tun_net_xmit frees the whole skb then; the next skb waits out its transmission time;
     #: simulator only, an ablation). Needs device_rate_bps.
     device_release: Literal["end", "start"] | None = None
     #: Linux's skb building for unpaced sockets (tcp_tso_autosize) and tcp_tso_should_defer;

@@ -64,8 +64,10 @@ pub enum DeviceRelease {
     End,
     /// The kernel backend's htb + TUN device: the whole skb's bytes when its first segment
     /// starts transmission, as `tun_net_xmit` (drivers/net/tun.c) orphans an skb
-    /// (`skb_orphan_frags_rx`, `skb_orphan`: `tcp_wfree`) when the qdisc hands it over. An
-    /// ablation of the kernel backend's device; only with a device (`device_rate_bps`).
+    /// (`skb_orphan_frags_rx`, `skb_orphan`: `tcp_wfree`) when the qdisc hands it over. The
+    /// device then also hands over whole skbs (`crate::link::Link::set_skb_handover`: htb
+    /// charges an skb at once and the TUN takes all its segments). An ablation of the kernel
+    /// backend's device; only with a device (`device_rate_bps`).
     Start,
 }
 

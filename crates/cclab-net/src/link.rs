@@ -269,6 +269,11 @@ pub struct Link<P> {
     aqm: Option<Box<AqmLink<P>>>,
     /// The radio model and its state; None: a wire.
     radio: Option<Box<RadioLink<P>>>,
+    /// Hands over whole GSO skbs ([`Link::set_skb_handover`]).
+    skb_handover: bool,
+    /// With `skb_handover`: (call time, handover time) of the skb whose segment was admitted
+    /// last; a segment that follows it in the same call time joins it.
+    skb_open: Option<(u64, u64)>,
 }
 
 /// What a link with a radio model keeps beside it.
@@ -348,7 +353,23 @@ impl<P: NetPacket> Link<P> {
             last_arrival_ns: 0,
             next_opportunity: 0,
             stats: LinkStats::default(),
+            skb_handover: false,
+            skb_open: None,
         }
+    }
+
+    /// Serve whole GSO skbs, as the kernel backend's host device does (htb over a pfifo, on a
+    /// TUN): htb dequeues an skb while its class has tokens and charges all of its bytes at
+    /// once (`htb_dequeue_tree` -> `htb_charge_class`, net/sched/sch_htb.c), the core segments
+    /// it after the qdisc (`sch_direct_xmit` -> `validate_xmit_skb` -> `skb_gso_segment`,
+    /// net/core/dev.c) and `tun_net_xmit` takes every segment at once; the next skb, of any
+    /// flow, waits until the tokens are back (the first skb's transmission time). So the
+    /// segments of an skb ([`NetPacket::gso_follows`]) leave together when the transmitter
+    /// takes the skb, and it stays busy for all of them. Only a drop-tail link with a rate;
+    /// otherwise nothing changes. A NIC sends (and a link serialises) segment by segment.
+    pub fn set_skb_handover(&mut self, on: bool) {
+        let rate = matches!(self.cfg.capacity, Some(Capacity::Rate { .. }));
+        self.skb_handover = on && rate && self.aqm.is_none() && self.radio.is_none();
     }
 
     /// The link with its radio's delay spikes drawn from `rng` ([`crate::radio::spike_rng`]):
@@ -430,8 +451,48 @@ impl<P: NetPacket> Link<P> {
         }
         let ready = now.max(self.last_depart_ns);
         self.stats.enqueued_pkts = self.stats.enqueued_pkts.saturating_add(1);
-        self.transmit(ready, bytes, pkt);
+        if self.skb_handover {
+            self.hand_over(now, bytes, pkt);
+        } else {
+            self.transmit(ready, bytes, pkt);
+        }
         Ok(())
+    }
+
+    /// [`Link::transmit`] for a link that hands over whole skbs ([`Link::set_skb_handover`]):
+    /// an skb's first segment waits for the transmitter; it and the segments that follow it
+    /// leave (depart) when the transmitter takes it, and each adds its transmission time to
+    /// the transmitter's busy time (`last_depart_ns`).
+    #[cold]
+    #[inline(never)]
+    fn hand_over(&mut self, now: u64, bytes: u32, pkt: P) {
+        let open = self
+            .skb_open
+            .filter(|&(at, _)| at == now && pkt.gso_follows());
+        let ready = match open {
+            Some(_) => self.last_depart_ns,
+            None => now.max(self.last_depart_ns),
+        };
+        let busy_until = self.departure(ready, bytes);
+        let start = match open {
+            Some((_, start)) => start,
+            None => match self.cfg.capacity {
+                Some(Capacity::Rate { rate_bps }) => {
+                    busy_until.saturating_sub(Capacity::tx_time_ns(rate_bps, bytes))
+                }
+                _ => busy_until,
+            },
+        };
+        self.skb_open = Some((now, start));
+        self.last_depart_ns = busy_until;
+        let extra = self.spikes.extra_at(start);
+        let arrival = start
+            .saturating_add(self.cfg.delay_ns)
+            .saturating_add(extra)
+            .max(self.last_arrival_ns);
+        self.last_arrival_ns = arrival;
+        self.stats.tx_bytes = self.stats.tx_bytes.saturating_add(u64::from(bytes));
+        self.queue_entry(now, start, arrival, bytes, false, pkt);
     }
 
     /// Steps 1 and 2 of the module doc for a packet of `bytes`: the loss draw, then the
@@ -743,8 +804,10 @@ impl<P: NetPacket> Link<P> {
         };
         let in_service = (self.served - self.popped) as usize;
         debug_assert!(self.fifo.get(in_service).is_none_or(|e| e.depart_ns > now));
-        // Departed ones, then the head of the queue (its transmitter was free by now).
-        for e in self.fifo.iter_mut().take(in_service + 1) {
+        // Departed ones, then the head of the queue (its transmitter was free by now). A link
+        // that hands over whole skbs has no packet in transmission: a departed one was taken.
+        let in_transmission = usize::from(!self.skb_handover);
+        for e in self.fifo.iter_mut().take(in_service + in_transmission) {
             f(&mut e.pkt);
         }
     }
@@ -962,6 +1025,97 @@ mod tests {
         // Handed out at the far end: no longer here.
         assert!(l.pop_arrived(11 * NS_PER_MS).is_some());
         assert_eq!(started(&mut l, 11 * NS_PER_MS), vec![1, 2, 3]);
+    }
+
+    /// A segment of a GSO skb: its number, its bytes, and whether it follows the segment
+    /// offered before it in the same skb.
+    #[derive(Debug)]
+    struct Seg(u32, u32, bool);
+
+    impl NetPacket for Seg {
+        fn wire_bytes(&self) -> u32 {
+            self.1
+        }
+        fn gso_follows(&self) -> bool {
+            self.2
+        }
+    }
+
+    /// At 8 Mbit/s (1000 bytes: 1 ms), 10 ms of delay: an skb of three 1000-byte segments and
+    /// one of two at 0, a lone segment at 1 ms. Returns each segment's arrival, ms.
+    fn arrivals_ms(handover: bool) -> Vec<(u32, f64)> {
+        let cfg = LinkConfig {
+            capacity: Some(Capacity::Rate {
+                rate_bps: 8_000_000,
+            }),
+            delay_ns: 10 * NS_PER_MS,
+            ..LinkConfig::default()
+        };
+        let mut l = Link::new(cfg, rng::stream(1, "t"));
+        l.set_skb_handover(handover);
+        for (k, follows) in [(0, false), (1, true), (2, true), (3, false), (4, true)] {
+            l.enqueue(0, Seg(k, 1000, follows)).unwrap();
+        }
+        l.enqueue(NS_PER_MS, Seg(5, 1000, true)).unwrap();
+        let mut out = Vec::new();
+        while let Some(t) = l.next_arrival_ns() {
+            let p = l.pop_arrived(t).unwrap();
+            out.push((p.0, t as f64 / NS_PER_MS as f64));
+        }
+        out
+    }
+
+    #[test]
+    fn a_link_that_hands_over_skbs_sends_each_whole_and_stays_busy_for_it() {
+        // Segment by segment: 1, 2, 3 ms for the first skb, then 4, 5, then 6 ms (+ delay).
+        let each = arrivals_ms(false);
+        assert_eq!(
+            each.iter().map(|a| a.1).collect::<Vec<_>>(),
+            [11., 12., 13., 14., 15., 16.]
+        );
+        // Whole skbs: the first leaves at 0, the second when the first's 3 ms are spent, the
+        // lone segment (offered later: it follows nothing) when the second's 2 ms are.
+        let whole = arrivals_ms(true);
+        assert_eq!(
+            whole.iter().map(|a| a.0).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 4, 5]
+        );
+        assert_eq!(
+            whole.iter().map(|a| a.1).collect::<Vec<_>>(),
+            [10., 10., 10., 13., 13., 15.]
+        );
+    }
+
+    #[test]
+    fn a_handed_over_skb_has_left_the_queue_and_nothing_is_in_transmission() {
+        let mut l: Link<Seg> = Link::new(
+            LinkConfig {
+                capacity: Some(Capacity::Rate {
+                    rate_bps: 8_000_000,
+                }),
+                ..LinkConfig::default()
+            },
+            rng::stream(1, "t"),
+        );
+        l.set_skb_handover(true);
+        for (k, follows) in [(0, false), (1, true), (2, false), (3, true)] {
+            l.enqueue(0, Seg(k, 1000, follows)).unwrap();
+        }
+        let started = |l: &mut Link<Seg>, t: u64| {
+            let mut v = Vec::new();
+            l.for_each_started(t, &mut |p: &mut Seg| v.push(p.0));
+            v
+        };
+        // The first skb was taken at 0; the second waits until 2 ms (htb's tokens).
+        assert_eq!(l.queue_pkts(0), 2);
+        assert_eq!(l.queue_bytes(NS_PER_MS), 2000);
+        assert_eq!(started(&mut l, 2 * NS_PER_MS - 1), vec![0, 1]);
+        assert_eq!(started(&mut l, 2 * NS_PER_MS), vec![0, 1, 2, 3]);
+        assert_eq!(l.queue_pkts(2 * NS_PER_MS), 0);
+        // Only a drop-tail link with a rate hands over skbs.
+        let mut ideal: Link<Seg> = Link::new(LinkConfig::default(), rng::stream(1, "t"));
+        ideal.set_skb_handover(true);
+        assert!(!ideal.skb_handover);
     }
 
     #[test]

@@ -55,6 +55,14 @@ pub trait NetPacket {
     fn flow_hash(&self) -> u64 {
         0
     }
+
+    /// Whether the packet is a further segment of the GSO skb whose previous segment was
+    /// offered just before it, in the same call time (a TCP sender hands its device an skb's
+    /// segments together). Only a link that hands over whole skbs reads it
+    /// ([`crate::link::Link::set_skb_handover`]). Default: false (every packet on its own).
+    fn gso_follows(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

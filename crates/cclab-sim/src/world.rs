@@ -73,6 +73,10 @@ impl NetPacket for Packet {
     fn flow_hash(&self) -> u64 {
         u64::from(self.flow)
     }
+    /// A data segment that continues the skb its flow's previous segment began.
+    fn gso_follows(&self) -> bool {
+        matches!(&self.seg, Segment::Data(d) if d.skb_follows)
+    }
 }
 
 /// One simulated element: a link direction (a 2-port medium) or a multi-port medium.
@@ -243,9 +247,14 @@ impl World {
                 .spec
                 .link_config()
                 .map_err(|e| SimError::Config(ConfigError::new(format!("host.{}", d.name), e)))?;
+            let mut link = Link::new(cfg, rng::stream(sc.seed, &d.name));
+            // The kernel backend's htb + TUN hands over whole skbs (`Link::set_skb_handover`);
+            // with `device_release = "start"` the device is that one.
+            let stack = net.stacks.get(&d.host).copied().unwrap_or_default();
+            link.set_skb_handover(stack.device_release == DeviceRelease::Start);
             links.push(LinkSlot {
                 name: d.name.clone(),
-                link: Box::new(Link::new(cfg, rng::stream(sc.seed, &d.name))),
+                link: Box::new(link),
                 late_drops: false,
                 first_lane: lane_names.len() as u32,
                 local_drops: Vec::new(),

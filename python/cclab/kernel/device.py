@@ -6,8 +6,15 @@ queue and the NIC draining it, on the host's TUN device inside its namespace.
   skb's truesize stays in the socket's ``sk_wmem_alloc`` (the TUN frees it as soon as it takes
   it): TCP Small Queues see the same queue as in the simulator, and a packet the pfifo refuses
   is a local drop (``NET_XMIT_DROP``: the socket enters CWR).
-- GSO off on that device (``ethtool -K dev gso off`` through pyroute2): TCP then builds one
-  segment per skb, as the simulator counts them, so ``txqueuelen`` counts the same packets.
+- GSO off on that device (``ethtool -K dev gso off`` through pyroute2). TCP still builds GSO
+  skbs (``sk_setup_caps``, net/core/sock.c, gives every TCP socket ``NETIF_F_GSO``): the pfifo
+  holds whole skbs and counts them as packets (``txqueuelen`` counts skbs, the simulator's
+  queue segments), and the core segments an skb after htb has dequeued it
+  (``validate_xmit_skb``), so the TUN takes all its segments at once. htb charges the whole skb
+  to its tokens and the next skb waits out that debt. Measured in S2's setup
+  (``bench/s2_kernel_probe.py``): an skb's segments reach the TUN about 1 us apart, the next
+  skb follows after 1.00 times the first's transmission time (the simulator's
+  ``device_release = "start"``).
 - ``tcp_limit_output_bytes`` of the namespace is the host's ``tsq_limit_bytes`` (a sysctl, set
   by the backend with the other per-namespace knobs).
 """

@@ -271,6 +271,7 @@ mod tests {
     fn seg(i: u64, ecn: Ecn, cwr: bool) -> DataSeg {
         DataSeg {
             below_bytes: 0,
+            skb_follows: false,
             seq: i * MSS as u64,
             len: MSS,
             tsval: 1,

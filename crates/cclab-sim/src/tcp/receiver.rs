@@ -571,6 +571,7 @@ mod tests {
     fn seg(i: u64) -> DataSeg {
         DataSeg {
             below_bytes: 0,
+            skb_follows: false,
             seq: i * 1000,
             len: 1000,
             tsval: 1,

@@ -41,6 +41,9 @@ pub struct DataSeg {
     /// Bytes it holds in the sender's `sk_wmem_alloc` until its host's NIC has sent it (its
     /// payload, plus its skb's overhead if it is the skb's first segment; 0 without a device).
     pub below_bytes: u32,
+    /// A further segment of the skb (GSO) the segment sent just before it began: the device
+    /// gets them together (`cclab_net::packet::NetPacket::gso_follows`).
+    pub skb_follows: bool,
 }
 
 /// An acknowledgement, with up to 4 SACK blocks (the first may be a D-SACK).

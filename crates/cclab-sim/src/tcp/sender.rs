@@ -602,6 +602,7 @@ impl Sender {
             ecn,
             cwr,
             below_bytes: 0,
+            skb_follows: !skb_start,
         });
         let len = skb.end_seq - skb.seq;
         self.stats.sent_pkts += 1;
