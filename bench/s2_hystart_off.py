@@ -26,6 +26,15 @@ from cclab.study.s2 import steady_rates
 from cclab.study.s2_scenarios import s2_scenario
 
 
+def scenario(duration_s: float, hystart: bool) -> dict:
+    """The paper's setup with uncoupled CUBIC under Linux's TSQ; HyStart off unless ``hystart``."""
+    d = s2_scenario(3, cc="cubic", tsq="linux", duration_s=duration_s)
+    if not hystart:
+        for f in d["flows"]:
+            f["cc_params"] = {**f.get("cc_params", {}), "hystart": False}
+    return d
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=5)
@@ -34,10 +43,7 @@ def main() -> None:
     a = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("root only (the kernel backend)")
-    d = s2_scenario(3, cc="cubic", tsq="linux", duration_s=a.duration)
-    if not a.hystart:
-        for f in d["flows"]:
-            f["cc_params"] = {**f.get("cc_params", {}), "hystart": False}
+    d = scenario(a.duration, a.hystart)
     print("load:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     got: dict[str, list[list[float]]] = {"sim": [], "kernel": []}
     for rep in range(a.reps):

@@ -29,7 +29,6 @@ import os
 import re
 import select
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -38,11 +37,12 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+from pktparse import SO_TIMESTAMPNS, tcp_segment  # bench/
+from s2_hystart_off import scenario  # bench/
 
 _BASE_PORT = 5201  # cclab.kernel.backend._BASE_PORT: flow k listens on 5201 + k
 _ETH_P_ALL = 0x0003
 _PACKET_OUTGOING = 4
-_SO_TIMESTAMPNS = 35
 
 
 def capture(devs: list[str], seconds: float, out: str) -> None:
@@ -53,7 +53,7 @@ def capture(devs: list[str], seconds: float, out: str) -> None:
         # Protocol 0 until bound: a socket made with ETH_P_ALL takes every device's packets.
         s = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, 0)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 << 20)
-        s.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+        s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         s.bind((d, _ETH_P_ALL))
         socks[s.fileno()] = (s, d)
     rows = []
@@ -67,19 +67,11 @@ def capture(devs: list[str], seconds: float, out: str) -> None:
                     data, anc, _, addr = s.recvmsg(96, 64, socket.MSG_DONTWAIT)
                 except BlockingIOError:
                     break
-                t_ns = 0
-                for lvl, typ, val in anc:
-                    if lvl == socket.SOL_SOCKET and typ == _SO_TIMESTAMPNS:
-                        sec, nsec = struct.unpack("qq", val[:16])
-                        t_ns = sec * 1_000_000_000 + nsec
-                if len(data) < 40 or data[0] >> 4 != 4 or data[9] != 6:
+                seg = tcp_segment(data, anc)
+                if seg is None:
                     continue
-                ihl = (data[0] & 0xF) * 4
-                tot = struct.unpack("!H", data[2:4])[0]
-                sport, dport, seq, ack = struct.unpack("!HHII", data[ihl:ihl + 12])
-                doff = (data[ihl + 12] >> 4) * 4
-                rows.append([t_ns, addr[0], addr[2] == _PACKET_OUTGOING, socket.inet_ntoa(data[12:16]), sport, dport,
-                             seq, ack, tot - ihl - doff, tot])
+                t_ns, src, sport, dport, seq, ack, payload, tot = seg
+                rows.append([t_ns, addr[0], addr[2] == _PACKET_OUTGOING, src, sport, dport, seq, ack, payload, tot])
     Path(out).write_text(json.dumps(rows))
 
 
@@ -326,12 +318,8 @@ def main() -> None:
     from cclab.kernel.backend import run_kernel
     from cclab.study.grid import derive_seed
     from cclab.study.s2 import steady_rates
-    from cclab.study.s2_scenarios import s2_scenario
 
-    d = s2_scenario(3, cc="cubic", tsq="linux", duration_s=a.duration)
-    if not a.hystart:
-        for f in d["flows"]:
-            f["cc_params"] = {**f.get("cc_params", {}), "hystart": False}
+    d = scenario(a.duration, a.hystart)
     d["sim"]["trace_interval_ms"] = a.trace_interval_ms
     if a.sysctl:
         d["kernel"] = {"sysctls": dict(kv.split("=", 1) for kv in a.sysctl)}

@@ -22,7 +22,6 @@ import ctypes
 import json
 import os
 import socket
-import struct
 import sys
 import threading
 import time
@@ -34,8 +33,9 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
 from cclab import fidelity  # noqa: E402
+from pktparse import SO_TIMESTAMPNS, tcp_segment  # noqa: E402  (bench/)
 
-_ETH_P_ALL, _SO_TIMESTAMPNS, _CLONE_NEWNET = 0x0003, 35, 0x40000000
+_ETH_P_ALL, _CLONE_NEWNET = 0x0003, 0x40000000
 
 
 def _sniff(ns: str, stop: threading.Event, rows: list[tuple]) -> None:
@@ -52,7 +52,7 @@ def _sniff(ns: str, stop: threading.Event, rows: list[tuple]) -> None:
         return
     s = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(_ETH_P_ALL))
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 24)
-    s.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     s.settimeout(0.2)
     while not stop.is_set():
         try:
@@ -61,18 +61,11 @@ def _sniff(ns: str, stop: threading.Event, rows: list[tuple]) -> None:
             continue
         except OSError:
             break
-        if addr[0] == "lo" or len(data) < 40 or data[0] >> 4 != 4 or data[9] != 6:
+        seg = None if addr[0] == "lo" else tcp_segment(data, anc)
+        if seg is None:
             continue
-        t_ns = 0
-        for level, typ, val in anc:
-            if level == socket.SOL_SOCKET and typ == _SO_TIMESTAMPNS:
-                sec, nsec = struct.unpack("qq", val[:16])
-                t_ns = sec * 1_000_000_000 + nsec
-        ihl = (data[0] & 15) * 4
-        tot = struct.unpack("!H", data[2:4])[0]
-        sport, dport, seq, ack = struct.unpack("!HHII", data[ihl:ihl + 12])
-        doff = (data[ihl + 12] >> 4) * 4
-        rows.append((ns, addr[0], addr[2], t_ns, sport, dport, seq, ack, tot - ihl - doff))
+        t_ns, _, sport, dport, seq, ack, payload, _ = seg
+        rows.append((ns, addr[0], addr[2], t_ns, sport, dport, seq, ack, payload))
     s.close()
 
 
