@@ -11,33 +11,48 @@ Time runs from the end of the reduction, where W = W' (the paper's t = 0 of eq. 
 this is the end of fast recovery, about one RTT after the loss, where CUBIC's epoch starts).
 The paper read t, W, K, W_max and W' off its plots by eye. Here each epoch's growth is fitted by
 robust least squares (soft-L1 loss, so samples taken in recovery or at a cap do not drag it) to
-(2) with c, K and W_max free; W_max is then the plateau (where the slope is 0), as the paper
-defines it, which with CUBIC's fast convergence lies below the window at the previous loss. From
-the fit come the paper's table columns: K and W_max; W' from the data; (t, W) the last growth
-sample (in the convex part, as in the paper's tables); then c by (4), b by (5) and 1/c.
+(2) with c, K and W_max free, through a model of how Linux's window follows the curve
+(``follow.py``: the kernel's rounded target, the TCP-friendly line, and when the window steps);
+W_max is then the plateau (where the slope is 0), as the paper defines it, which with CUBIC's
+fast convergence lies below the window at the previous loss. From the fit come the paper's table
+columns: K and W_max; W' from the data; (t, W) the last growth sample (in the convex part, as in
+the paper's tables, t its time on the curve); then c by (4), b by (5) and 1/c.
 
 Two ratios are reported: ``beta`` = W' / (window just before the reduction), the multiplicative
 decrease (Linux 0.7, the iOS stack ~0.8), and ``w_prime_over_wmax`` = W' / W_max(plateau), the
 paper's Table 3-4 ratio (~0.82 for Linux with fast convergence).
 
 A cycle enters the summary when its growth was seen past the fitted plateau (t > K: the concave
-part alone trades c against K and W_max) and its fit converged with a c interval narrower than c; the summary is the median over cycles with a bootstrap 95 % interval of the median
-(fixed seed: deterministic), or the single cycle's fit interval when only one cycle qualifies.
+part alone trades c against K and W_max) and its fit converged with a c interval narrower than
+c; the summary is the median over cycles with a bootstrap 95 % interval of the median (fixed
+seed: deterministic), or the single cycle's fit interval when only one cycle qualifies.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from .cycles import Cycle, find_cycles, window_cap
+from .follow import (
+    HALF_PKT,
+    curve_times,
+    friendly_pkts,
+    kernel_betas,
+    kernel_beta_scale,
+    round_trip_s,
+    step_times,
+    target_lead_s,
+    toward_plateau,
+)
 from .io import estimate_rtt_s, load_trace
 
-__all__ = ["Estimate", "CubicEstimate", "estimate_cubic", "cubic_from_table", "fit_cycle", "CycleFit"]
+__all__ = ["Estimate", "CubicEstimate", "estimate_cubic", "cubic_from_table", "fit_cycle", "CycleFit",
+           "kernel_beta_scale"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +79,11 @@ class CycleFit:
     wmax_pkts: Estimate
     rms_pkts: float
     n: int
+    #: The last sample's time on the curve (s since the epoch's start, as K): where the fit
+    #: placed it, after the window's lag behind the target.
+    t_last_s: float = math.nan
+    #: The share of samples where the fit has the TCP-friendly line set the window.
+    friendly_share: float = 0.0
 
 
 @dataclass
@@ -112,7 +132,14 @@ MIN_USABLE_CYCLES = 3
 
 
 def _model(tau: np.ndarray, c: float, K: float, wm: float) -> np.ndarray:
-    return c * (tau - K) ** 3 + wm
+    """The kernel's target: the curve rounded toward its plateau (see follow.toward_plateau)."""
+    return toward_plateau(c * (tau - K) ** 3) + wm
+
+
+def _model_jac(tau: np.ndarray, c: float, K: float) -> np.ndarray:
+    d = tau - K
+    inside = np.abs(c * d**3) > HALF_PKT  # within half a packet of the plateau the target is the plateau
+    return np.column_stack([d**3 * inside, -3.0 * c * d**2 * inside, np.ones_like(d)])
 
 
 def _profile_start(tau: np.ndarray, w: np.ndarray) -> tuple[float, float, float]:
@@ -135,35 +162,97 @@ def _profile_start(tau: np.ndarray, w: np.ndarray) -> tuple[float, float, float]
     return float(c[i]), float(ks[i]), float(wm[i])
 
 
-def fit_cycle(tau: np.ndarray, w: np.ndarray, friendly: np.ndarray | None = None) -> CycleFit | None:
-    """Fit W(tau) = c (tau - K)^3 + W_max to one epoch's growth (tau: s since the reduction).
-    Robust (soft-L1) least squares started from a profile search over K. ``friendly``: the
-    window CUBIC's TCP-friendly region would give at each sample (see :func:`_friendly_pkts`);
-    the model is then max(cubic, friendly), as bictcp_update's target. None when there are too
-    few points or the fit fails."""
-    from scipy.optimize import least_squares
-    from scipy.stats import t as student_t
+@dataclass(frozen=True)
+class Follow:
+    """What the window's following of the target needs over one epoch (see ``follow.py``), at
+    each sample: the round trip of a window of ACKs from it and how far ahead the target reads
+    the curve (delay_min); and the window at the epoch's start, W'."""
 
+    rtt_s: np.ndarray
+    lead_s: np.ndarray
+    w_prime_pkts: float
+
+
+#: The replay costs a few microseconds per packet of growth and fit step: epochs that grow by
+#: more packets than this (30 MB of window) are fitted a round trip behind the target instead.
+_MAX_REPLAY_PKTS = 20_000
+
+
+def fit_cycle(tau: np.ndarray, w: np.ndarray, friendly: np.ndarray | None = None,
+              follow: Follow | None = None) -> CycleFit | None:
+    """Fit W(tau) = c (tau - K)^3 + W_max to one epoch's growth (tau: s since the reduction).
+    Robust (soft-L1) least squares started from a profile search over K. The model is the
+    kernel's target, the curve rounded toward its plateau (``follow.toward_plateau``).
+    ``friendly``: the TCP-friendly line at each sample (see :func:`follow.friendly_pkts`), whose
+    integer tcp_cwnd makes the target max(cubic, friendly). ``follow``: the window follows the
+    target as tcp_cong_avoid_ai lets it: for each candidate curve the kernel's growth is
+    replayed (``follow.step_times``) and each sample is compared with the target at the time
+    the replayed window reached its value (``follow.curve_times``). The fit starts from the
+    window a round trip behind the target; the Jacobian holds those times fixed, so the fit
+    settles where the curve and the times it implies agree. Without ``follow`` the window is
+    taken to sit on the target. None when there are too few points or the fit fails."""
     if len(tau) < 8 or np.ptp(w) < 2:
         return None
-    c0, k0, wm0 = _profile_start(tau, w)
+    lead = 0.0 if follow is None else follow.lead_s
 
-    def model(p: np.ndarray) -> np.ndarray:
-        m = _model(tau, p[0], p[1], p[2])
-        return m if friendly is None else np.maximum(m, friendly)
+    def placed(on_target: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """The samples' times on the curve and the friendly target there (tcp_cwnd, the
+        line's floor, fitted as line - 1/2), for their times on the target."""
+        line = None if friendly is None else np.interp(on_target, tau, friendly, left=-np.inf) - HALF_PKT
+        return on_target + lead, line
 
-    def jac(p: np.ndarray) -> np.ndarray:
-        d = tau - p[1]
-        j = np.column_stack([d**3, -3.0 * p[0] * d**2, np.ones_like(d)])
-        if friendly is not None:
-            j[friendly > _model(tau, p[0], p[1], p[2])] = 0.0  # there the friendly line sets W
-        return j
+    behind = tau if follow is None else tau - follow.rtt_s  # first: a round trip behind
+    c0, k0, wm0 = _profile_start(behind + lead, w)
+    p0 = np.array([max(c0, 1e-5), min(max(k0, 0.0), 1e4), min(max(wm0, 0.0), 1e7)])
+    r = _fit(w, p0, lambda p: placed(behind))
+    if r is None:
+        return None
+    top = float(np.max(w)) + 1  # steps above the trace's top place no sample
+    if (follow is None or tau[-1] + float(np.max(lead)) <= r[0][1]
+            or top - follow.w_prime_pkts > _MAX_REPLAY_PKTS):
+        # Without RTTs, for an epoch cut before its plateau (not used, see _cycle_row), or one
+        # too long to replay: a round trip behind.
+        return _cycle_fit(*r, len(w), float(placed(behind)[0][-1]))
+    lead0 = float(np.median(follow.lead_s))
+    fr = None if friendly is None or not np.isfinite(friendly).all() else (tau, friendly)
+
+    def replayed(p: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        steps, targets = step_times(p[0], p[1], p[2], follow.w_prime_pkts, lead0, tau, follow.rtt_s, fr, top)
+        return placed(curve_times(tau, steps, targets))
+
+    r2 = _fit(w, r[0], replayed)
+    if r2 is None:
+        return _cycle_fit(*r, len(w), float(placed(behind)[0][-1]))
+    return _cycle_fit(*r2, len(w), float(replayed(r2[0])[0][-1]))
+
+
+def _fit(w: np.ndarray, p0: np.ndarray, placed: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray | None]]
+         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
+    """One robust least-squares fit of the target max(rounded cubic, friendly) to ``w``;
+    ``placed(p)``: the samples' times on the curve and the friendly target at them, for the
+    curve p (the Jacobian takes them as fixed). Returns the parameters, residuals, Jacobian and
+    the share of samples the friendly line set."""
+    from scipy.optimize import least_squares
+
+    last: dict[bytes, tuple[np.ndarray, np.ndarray, float]] = {}
+
+    def target(p: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        key = p.tobytes()
+        if key not in last:  # least_squares asks for the residuals, then the Jacobian, at one p
+            tau, friendly = placed(p)
+            x, j, share = _model(tau, *p), _model_jac(tau, p[0], p[1]), 0.0
+            if friendly is not None:
+                above = friendly > x  # there the friendly line sets the window
+                x, j, share = np.where(above, friendly, x), np.where(above[:, None], 0.0, j), float(above.mean())
+            last.clear()
+            last[key] = (x, j, share)
+        return last[key]
 
     try:
         r = least_squares(
-            lambda p: model(p) - w,
-            x0=[max(c0, 1e-5), min(max(k0, 0.0), 1e4), min(max(wm0, 0.0), 1e7)],
-            jac=jac,
+            lambda p: target(p)[0] - w,
+            x0=p0,
+            jac=lambda p: target(p)[1],
             bounds=([1e-6, 0.0, 0.0], [1e4, 1e4, 1e7]),
             loss="soft_l1",
             f_scale=1.0,
@@ -173,64 +262,69 @@ def fit_cycle(tau: np.ndarray, w: np.ndarray, friendly: np.ndarray | None = None
         return None
     if r.status < 0:
         return None
-    res = r.fun
-    dof = len(w) - 3
+    return r.x, r.fun, target(r.x)[1], target(r.x)[2]
+
+
+def _cycle_fit(x: np.ndarray, res: np.ndarray, J: np.ndarray, friendly_share: float, n: int,
+               t_last_s: float) -> CycleFit:
+    """Parameters with 95 % intervals from the fit's Jacobian and residuals."""
+    from scipy.stats import t as student_t
+
+    dof = n - 3
     s2 = float(res @ res) / max(dof, 1)
-    J = jac(r.x)
     try:
         cov = np.linalg.inv(J.T @ J) * s2
         se = np.sqrt(np.clip(np.diag(cov), 0, None))
     except np.linalg.LinAlgError:
         se = np.full(3, np.nan)
     q = float(student_t.ppf(0.975, max(dof, 1)))
-    est = [Estimate(float(v), float(v - q * e), float(v + q * e)) for v, e in zip(r.x, se)]
-    return CycleFit(c=est[0], K_s=est[1], wmax_pkts=est[2], rms_pkts=math.sqrt(s2), n=len(w))
+    est = [Estimate(float(v), float(v - q * e), float(v + q * e)) for v, e in zip(x, se)]
+    return CycleFit(c=est[0], K_s=est[1], wmax_pkts=est[2], rms_pkts=math.sqrt(s2), n=n, t_last_s=t_last_s,
+                    friendly_share=friendly_share)
 
 
-def kernel_beta_scale(beta: float) -> int:
-    """tcp_cubic.c's ``beta_scale`` for a multiplicative decrease ``beta`` (read as the kernel's
-    ``beta``/1024, rounded): ``8 * (1024 + beta) / 3 / (1024 - beta)`` in integers, at least 1."""
-    b = min(1023, max(1, round(beta * 1024)))
-    return max(1, 8 * (1024 + b) // 3 // (1024 - b))
+@dataclass(frozen=True)
+class _Timing:
+    """Per-sample timing of a trace with RTTs: the round trip of a window of ACKs
+    (follow.round_trip_s) and how far ahead the kernel reads its curve (follow.target_lead_s,
+    from min_rtt_ms, else from the trace's smallest srtt)."""
+
+    rtt_s: np.ndarray
+    lead_s: np.ndarray
 
 
-def _friendly_pkts(t: np.ndarray, srtt_s: np.ndarray, t0_s: float, w_prime: float, beta: float) -> np.ndarray:
-    """The window of CUBIC's TCP-friendly region over one epoch (Linux 6.18 tcp_cubic.c
-    bictcp_update, tcp_friendliness on): from W' at the epoch's start it grows by one packet
-    per cwnd x beta_scale / 8 packets acked, about a window per round trip, so by
-    8 / beta_scale packets per round trip, integrated over the samples' smoothed RTT. The
-    kernel's beta_scale is integer (`8 * (1024 + beta) / 3 / (1024 - beta)`, truncated twice),
-    not 8 (1 + beta) / 3 (1 - beta): at beta 0.6 it is 10, not 10.67, and the line rises 0.8
-    packets per round trip where RFC 8312's 3 (1 - beta) / (1 + beta) says 0.75."""
-    if not (0.0 < beta < 1.0):
-        return np.full_like(t, -np.inf)
-    k = 8.0 / kernel_beta_scale(beta)
-    dt = np.diff(np.concatenate([[t0_s], t]))
-    rtts = np.where(np.isfinite(srtt_s) & (srtt_s > 0), srtt_s, np.nan)
-    rounds = np.nancumsum(np.clip(dt, 0.0, None) / rtts)
-    return w_prime + k * rounds
+def _timing(df: pd.DataFrame) -> _Timing | None:
+    if "srtt_ms" not in df.columns:
+        return None
+    t = df["t_s"].to_numpy(float)
+    srtt = df["srtt_ms"].to_numpy(float) / 1000.0
+    rtt = round_trip_s(t, srtt)
+    if not np.isfinite(rtt).all():
+        return None
+    if "min_rtt_ms" in df.columns:
+        dmin = df["min_rtt_ms"].to_numpy(float) / 1000.0
+    else:
+        dmin = np.full_like(t, np.nanmin(srtt))
+    return _Timing(rtt, target_lead_s(dmin))
 
 
 def _cycle_row(trace_t: np.ndarray, trace_w: np.ndarray, cyc: Cycle, cap: float | None,
-               lag_s: np.ndarray | None = None, srtt_s: np.ndarray | None = None) -> dict[str, Any]:
+               timing: _Timing | None = None, beta: float | None = None) -> dict[str, Any]:
     t = trace_t[cyc.i0 : cyc.i1]
     w = trace_w[cyc.i0 : cyc.i1]
     keep = np.ones_like(w, dtype=bool) if cap is None else w < cap - 0.5
-    friendly = None
-    if srtt_s is not None and len(t):
-        friendly = _friendly_pkts(t, srtt_s[cyc.i0 : cyc.i1], cyc.t0_s, cyc.w_prime_pkts, cyc.beta)
     tau, wg = t[keep] - cyc.t0_s, w[keep]
-    if lag_s is not None:
-        # The window trails CUBIC's curve by the queueing delay (see _window_lag_s); it trails
-        # the friendly line the same way (cwnd closes on either target over a round trip).
-        tau = tau - lag_s[cyc.i0 : cyc.i1][keep]
-    if friendly is not None:
-        friendly = np.interp(tau + cyc.t0_s, t, friendly, left=-np.inf)
+    friendly = follow = None
+    if timing is not None and len(t):
+        rtt = timing.rtt_s[cyc.i0 : cyc.i1]
+        friendly = friendly_pkts(t, rtt, cyc.t0_s, cyc.w_prime_pkts, beta or cyc.beta)[keep]
+        follow = Follow(rtt[keep], timing.lead_s[cyc.i0 : cyc.i1][keep], cyc.w_prime_pkts)
     if len(tau) > _MAX_FIT_POINTS:  # evenly thinned: the fit needs shape, not every sample
         pick = np.linspace(0, len(tau) - 1, _MAX_FIT_POINTS).round().astype(int)
         tau, wg = tau[pick], wg[pick]
         friendly = friendly[pick] if friendly is not None else None
-    fit = fit_cycle(tau, wg, friendly)
+        follow = Follow(follow.rtt_s[pick], follow.lead_s[pick], follow.w_prime_pkts) if follow else None
+    fit = fit_cycle(tau, wg, friendly, follow)
     row: dict[str, Any] = {
         "t_reduce_s": cyc.t_reduce_s,
         "t0_s": cyc.t0_s,
@@ -247,7 +341,7 @@ def _cycle_row(trace_t: np.ndarray, trace_w: np.ndarray, cyc: Cycle, cap: float 
         return row | {"fit_ok": False, "rejected": why}
     K, wm, c = fit.K_s.value, fit.wmax_pkts.value, fit.c.value
     # The paper's (t, W): the last growth sample (convex part when the plateau was passed).
-    t_pt, w_pt = (float(tau[-1]), float(wg[-1])) if len(tau) else (math.nan, math.nan)
+    t_pt, w_pt = (fit.t_last_s, float(wg[-1])) if len(tau) else (math.nan, math.nan)
     denom = (t_pt - K) ** 3
     c_eq4 = (w_pt - wm) / denom if abs(t_pt - K) > 0.05 * max(K, 1e-9) and denom != 0 else math.nan
     b_eq5 = K**3 / (wm - cyc.w_prime_pkts) if wm > cyc.w_prime_pkts else math.nan
@@ -276,27 +370,15 @@ def _cycle_row(trace_t: np.ndarray, trace_w: np.ndarray, cyc: Cycle, cap: float 
         "K_fit_ci_low": fit.K_s.ci_low,
         "K_fit_ci_high": fit.K_s.ci_high,
         "fit_rms_pkts": fit.rms_pkts,
+        "friendly_share": fit.friendly_share,
         "fit_ok": bool(ok),
         "rejected": why,
     }
 
 
-def _window_lag_s(df: pd.DataFrame) -> np.ndarray | None:
-    """How far the window trails CUBIC's curve at each sample, s: the queueing delay, srtt -
-    min RTT. Linux's bictcp_update (net/ipv4/tcp_cubic.c, 6.18) aims at the curve one delay_min
-    ahead, W(t + delay_min), and closes the gap over about one round trip of ACKs
-    (cnt = cwnd / (target - cwnd)), so the window at t is about W(t + delay_min - RTT(t)) =
-    W(t - (RTT(t) - delay_min)). With a deep queue that lag grows with the window, which bends
-    the observed curve and reads c low. Measured on simulated CUBIC (C 0.4, 300-packet BDP,
-    150 s) without / with the shift: 200 ms and a 3-BDP queue -2.5 % / +1.2 %; 550 ms, 2 BDP
-    -5.1 % / +3.3 %; 25 ms, 3 BDP -0.7 % / -0.3 %; the kernel trace cubic_20M_200ms_q500 (C =
-    410/1024) 0.3918 / 0.4020. The over-correction at 550 ms says the lag is shorter than the
-    whole queueing delay there (not explained yet). None (no shift) without RTT columns. The
-    TCP-friendly region is modelled beside it (:func:`_friendly_pkts`, docs/inference.md)."""
-    if not {"srtt_ms", "min_rtt_ms"} <= set(df.columns):
-        return None
-    lag = (df["srtt_ms"].to_numpy(float) - df["min_rtt_ms"].to_numpy(float)) / 1000.0
-    return np.where(np.isfinite(lag), np.clip(lag, 0.0, None), 0.0)
+def _residual(rows: list[dict[str, Any]]) -> float:
+    """The fits' summed squared residual over the cycles, packets^2."""
+    return sum(r["fit_rms_pkts"] ** 2 * (r["n_samples"] - 3) for r in rows if "fit_rms_pkts" in r)
 
 
 def _summary(values: np.ndarray, single_ci: tuple[float, float] | None = None) -> Estimate:
@@ -321,9 +403,18 @@ def estimate_cubic(trace: Any, *, rtt_ms: float | None = None, max_cycles: int |
     t = df["t_s"].to_numpy(float)
     w = df["cwnd_pkts"].to_numpy(float)
     cap = window_cap(w, t, estimate_rtt_s(df))
-    lag = _window_lag_s(df)
-    srtt = df["srtt_ms"].to_numpy(float) / 1000.0 if "srtt_ms" in df else None
-    rows = [_cycle_row(t, w, cyc, cap, lag, srtt) for cyc in find_cycles(df)]
+    timing = _timing(df)
+    found = find_cycles(df)
+    # The friendly line's slope needs the kernel's beta_scale: of those the reductions allow
+    # (one unless the windows are small), the one whose fits leave the least residual. The
+    # steepest line comes first: if even it sets no sample, the others would not either.
+    rows: list[dict[str, Any]] = []
+    for i, beta in enumerate((kernel_betas(found) or [None]) if timing is not None else [None]):
+        candidate = [_cycle_row(t, w, cyc, cap, timing, beta) for cyc in found]
+        if not rows or _residual(candidate) < _residual(rows):
+            rows = candidate
+        if i == 0 and not any(r.get("friendly_share", 0.0) > 0 for r in candidate):
+            break  # the friendly line sets no sample: its slope does not matter
     cycles = pd.DataFrame(rows)
     if cycles.empty:
         nan = Estimate(math.nan, math.nan, math.nan)
