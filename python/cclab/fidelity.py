@@ -95,8 +95,11 @@ def grid(quick: bool = False) -> list[Case]:
 
 def paired(scenario: dict[str, Any], kernel_summary: dict[str, Any]) -> dict[str, Any]:
     """``scenario`` for the simulator, paired with a kernel run of it: the kernel's tick grid,
-    each flow's connect() time and, for a TCP flow, how long after connect() returned its
-    sender called send() first (``first_write_delay_us``; the seed is the scenario's own)."""
+    each flow's connect() time, for a TCP flow how long after connect() returned its sender
+    called send() first (``first_write_delay_us``), and CUBIC's C as the kernel ran it
+    (``kernel.knobs.kernel_c``; the seed is the scenario's own)."""
+    from .kernel.knobs import kernel_c
+
     d = {**scenario, "sim": dict(scenario.get("sim", {})), "flows": [dict(f) for f in scenario["flows"]]}
     clock = kernel_summary.get("kernel_clock")
     if clock:
@@ -105,6 +108,9 @@ def paired(scenario: dict[str, Any], kernel_summary: dict[str, Any]) -> dict[str
     for f, k in zip(d["flows"], kernel_summary["flows"]):
         if k.get("connect_s") is not None:
             f["start_s"] = float(k["connect_s"])
+        c = kernel_c(f)
+        if c is not None:  # the C the kernel ran (bic_scale x 10 / 1024)
+            f["cc_params"] = {**f.get("cc_params", {}), "c": c}
         if f.get("transport", "tcp") == "tcp" and k.get("first_write_s") is not None and k.get("established_s") is not None:
             f["first_write_delay_us"] = round(max(0.0, float(k["first_write_s"]) - float(k["established_s"])) * 1e6, 1)
     return d

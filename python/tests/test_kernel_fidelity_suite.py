@@ -36,6 +36,10 @@ def test_a_paired_scenario_takes_the_kernels_tick_grid_and_connect_times() -> No
     k["flows"][0].update(established_s=0.0122, first_write_s=0.01234)
     assert paired(sc, k)["flows"][0]["first_write_delay_us"] == pytest.approx(140.0)
     assert "first_write_delay_us" not in sc["flows"][0]
+    # CUBIC's C as the kernel runs it: bic_scale x 10 / 1024 (cubic-ios's 0.25 is 26 x 10 / 1024).
+    ios = {**sc, "flows": [{**sc["flows"][0], "cc": "cubic-ios"}]}
+    assert paired(ios, k)["flows"][0]["cc_params"]["c"] == 260 / 1024
+    assert paired(sc, k)["flows"][0].get("cc_params", {}).get("c") is None  # Linux's own C: as asked
 
 
 def test_errors_are_relative_but_betas_absolute() -> None:

@@ -53,6 +53,15 @@ def test_simulator_only_stack_settings_are_refused_or_recorded_on_the_kernel():
     assert plan_network(sc.lowered()).deviations == []
 
 
+def test_a_cubic_c_the_kernel_cannot_run_exactly_is_a_deviation():
+    """tcp_cubic's C is bic_scale x 10 / 1024: cubic-ios's 0.25 runs as 0.2539; 0.4 is exact."""
+    from cclab.kernel.backend import flow_deviations
+
+    dev = flow_deviations({"flows": [{"cc": "cubic-ios", "cc_params": {}},
+                                     {"cc": "cubic", "cc_params": {"c": 0.4}}, {"cc": "reno", "cc_params": {}}]})
+    assert dev == ["flows[0].cc_params.c runs as 0.25390625 (the kernel's C is bic_scale x 10 / 1024)"]
+
+
 @root_only
 def test_one_flow_behind_a_5mbit_nic_matches_the_simulator():
     """TSQ's floor binds (two skbs of two segments): goodput, the bytes below TCP and what the

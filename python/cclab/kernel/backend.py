@@ -40,7 +40,7 @@ from .sto import flow_sto_facts, read_tcpext
 from .sto_log import kernel_detection, sto_log_of
 from .middleware import MiddlewareCC, TerminalMiddleware, middleware_hosts, read_log
 from . import bpfcc, child, mptcp
-from .knobs import CUBIC_FAMILY, CubicModuleParams, cubic_plan, is_udp, namespace_sysctls, set_initcwnd
+from .knobs import CUBIC_FAMILY, CubicModuleParams, cubic_plan, is_udp, kernel_c, namespace_sysctls, set_initcwnd
 from .device import configure_device, device_stats
 from .tcpinfo import TRACE_COLUMNS
 from .udp import udp_stats
@@ -61,9 +61,11 @@ _TSQ_LIMIT_MAX = 2**31 - 1
 
 def flow_deviations(d: dict[str, Any]) -> list[str]:
     """What the kernel runs close to, not exactly as, the scenario's flows ask (6.18's TCP)."""
+    c_runs = [(i, kernel_c(f)) for i, f in enumerate(d["flows"])]
     return [f"flows[{i}].ack_counting = 'acks' (Linux before 3.18) runs as 6.18's per-segment counting"
             for i, f in enumerate(d["flows"]) if f.get("ack_counting", "segments") != "segments"
-            ] + mptcp.coupled_deviations(d) + s3_deviations(d["flows"])
+            ] + [f"flows[{i}].cc_params.c runs as {c:.8g} (the kernel's C is bic_scale x 10 / 1024)"
+                 for i, c in c_runs if c is not None] + mptcp.coupled_deviations(d) + s3_deviations(d["flows"])
 
 
 #: TCP's timestamp option on every segment (net/ipv4/tcp_output.c: TCPOLEN_TSTAMP_ALIGNED).

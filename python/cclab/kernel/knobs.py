@@ -75,6 +75,20 @@ def _bic_scale(params: dict[str, Any]) -> int:
     return KERNEL_BIC_SCALE
 
 
+def kernel_c(flow: dict[str, Any]) -> float | None:
+    """The C a CUBIC-family flow of a normalised scenario runs on the kernel when it is not the
+    one asked for: tcp_cubic.c's ``cube_rtt_scale = bic_scale * 10``, so C moves in steps of
+    10/1024 (``cubic-ios``'s 0.25 runs as bic_scale 26, 0.25390625), where the simulator takes
+    round(c * 1024) / 1024. None when they agree (or the flow is no CUBIC)."""
+    if is_udp(flow) or flow.get("cc") not in CUBIC_FAMILY:
+        return None
+    eff = {**CUBIC_FAMILY[flow["cc"]], **flow.get("cc_params", {})}
+    if "c" not in eff or "bic_scale" in eff:
+        return None
+    ran = _bic_scale(eff) * 10
+    return None if ran == round(float(eff["c"]) * 1024) else ran / 1024
+
+
 def is_udp(flow: dict[str, Any]) -> bool:
     """Whether a flow of a normalised scenario is a UDP stream (``transport = "udp"``): no TCP
     knob, module parameter or congestion control applies to it."""
