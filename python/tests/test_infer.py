@@ -479,3 +479,15 @@ def test_cubic_ios_c_is_read_within_1_5_percent_at_50_ms():
     est = infer.estimate_cubic(r.flows[["t_s", "cwnd_pkts", "srtt_ms", "min_rtt_ms", "ca_state"]])
     assert est.reliable and abs(est.c.value / 0.25 - 1) < 0.015, est.c.value  # the simulator's C: 256 / 1024
     assert abs(est.beta.value - 0.8) < 0.005
+
+
+def test_cycles_that_disagree_on_c_give_no_estimate():
+    """Usable cycles must agree (as many as MIN_USABLE_CYCLES within 25 % of their median c):
+    one outlier among agreeing cycles is outvoted; cycles spread over an order of magnitude (short
+    epochs at 10 ms and loss 1e-3 on the kernel: 648 to 10^4) are not an estimate."""
+    from cclab.infer.cubic import _verdict
+
+    cycles = pd.DataFrame({"rejected": [None] * 4})
+    assert _verdict(cycles, 4, None, np.array([0.40, 0.41, 0.39, 272.0]))[0]
+    ok, note = _verdict(cycles, 4, None, np.array([648.0, 1500.0, 3000.0, 9999.0]))
+    assert not ok and "disagree" in note

@@ -438,7 +438,7 @@ def estimate_cubic(trace: Any, *, rtt_ms: float | None = None, max_cycles: int |
         cycles=cycles,
         cap_pkts=cap,
     )
-    est.reliable, est.note = _verdict(cycles, len(good), cap)
+    est.reliable, est.note = _verdict(cycles, len(good), cap, col("c_fit"))
     if rtt_ms is not None:
         est.cycles.attrs["rtt_ms"] = rtt_ms
     else:
@@ -456,8 +456,15 @@ _REASONS = {
 }
 
 
-def _verdict(cycles: pd.DataFrame, used: int, cap: float | None) -> tuple[bool, str]:
-    """Whether c, b, K and W_max can be reported, and a sentence saying what the cycles were."""
+#: A usable cycle agrees with the others when its c is within this fraction of their median.
+AGREE_FRACTION = 0.25
+
+
+def _verdict(cycles: pd.DataFrame, used: int, cap: float | None, c_fits: np.ndarray | None = None) -> tuple[bool, str]:
+    """Whether c, b, K and W_max can be reported, and a sentence saying what the cycles were:
+    at least MIN_USABLE_CYCLES usable cycles, and as many whose c lies within AGREE_FRACTION of
+    their median (one outlier does not sink a good estimate; short epochs of a few tens of
+    packets, as at 10 ms and loss 1e-3, fit c anywhere from hundreds to thousands and do)."""
     n = len(cycles)
     why = cycles["rejected"].dropna().value_counts() if "rejected" in cycles else pd.Series(dtype=int)
     parts = [f"{int(k)} {_REASONS.get(str(r), str(r))}" for r, k in why.items()]
@@ -469,6 +476,13 @@ def _verdict(cycles: pd.DataFrame, used: int, cap: float | None) -> tuple[bool, 
     if used < MIN_USABLE_CYCLES:
         return False, (f"no reliable estimate of c, b, K and W_max: {text}; at least {MIN_USABLE_CYCLES} usable "
                        "cycles are needed (a longer trace, more loss or no window cap gives more)")
+    if c_fits is not None and len(c_fits):
+        med = float(np.median(c_fits))
+        agree = int(np.sum(np.abs(c_fits - med) <= AGREE_FRACTION * med))
+        if agree < MIN_USABLE_CYCLES:
+            return False, (f"no reliable estimate of c, b, K and W_max: {text}; the usable cycles disagree (c "
+                           f"{np.min(c_fits):.4g} to {np.max(c_fits):.4g}, {agree} within "
+                           f"{AGREE_FRACTION:.0%} of their median): epochs this short pin the curve down poorly")
     return True, text
 
 
