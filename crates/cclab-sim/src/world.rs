@@ -248,17 +248,19 @@ impl World {
                 .link_config()
                 .map_err(|e| SimError::Config(ConfigError::new(format!("host.{}", d.name), e)))?;
             let mut link = Link::new(cfg, rng::stream(sc.seed, &d.name));
-            // The kernel backend's htb + TUN hands over whole skbs (`Link::set_skb_handover`);
-            // with `device_release = "start"` the device is that one.
+            // With `device_release = "start"` the device is the kernel backend's htb + TUN: it
+            // frees an skb's bytes below TCP when the skb starts and hands over whole skbs
+            // (`Link::set_skb_handover`).
             let stack = net.stacks.get(&d.host).copied().unwrap_or_default();
-            link.set_skb_handover(stack.device_release == DeviceRelease::Start);
+            let at_start = stack.device_release == DeviceRelease::Start;
+            link.set_skb_handover(at_start);
             links.push(LinkSlot {
                 name: d.name.clone(),
                 link: Box::new(link),
                 late_drops: false,
                 first_lane: lane_names.len() as u32,
                 local_drops: Vec::new(),
-                release_at_start: false,
+                release_at_start: at_start,
             });
             lane_names.push(d.name.clone());
         }
@@ -458,9 +460,6 @@ impl World {
                 } else {
                     sender
                 };
-                if let (Some(d), DeviceRelease::Start) = (r.sender_device, stack.device_release) {
-                    links[(first_device + d) as usize].release_at_start = true;
-                }
                 // Without a device, the port queue on a medium it sends onto is its interface queue.
                 let device = match r.sender_device {
                     Some(d) => Some(InterfaceQueue {
