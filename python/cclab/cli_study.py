@@ -188,9 +188,9 @@ Examples:
 @click.option("--reps", type=click.IntRange(min=1), default=None, help="Runs per grid point (default 5; 1 with --quick).")
 @click.option("--quick", is_flag=True, help="One run per point, 10 s runs.")
 @click.option("--backend", type=click.Choice(["sim", "kernel"]), default="sim", show_default=True,
-              help="kernel: also run what upstream Linux runs exactly (uncoupled CUBIC under Linux's TSQ) on this "
-                   "machine's kernel beside the simulator, paired repetitions (5 of 30 s; of 10 s with --quick; "
-                   "root; real time, one run at a time).")
+              help="kernel: also run what upstream Linux runs exactly (uncoupled CUBIC under Linux's TSQ, HyStart "
+                   "on and off) on this machine's kernel beside the simulator's upstream MPTCP, paired repetitions "
+                   "(5 of 30 s; of 10 s with --quick; root; real time, one run at a time).")
 @_parallel_options
 def s2(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: str, backend: str) -> None:
     """S2: three Multipath TCP applications sharing the sender's interfaces. Per-application
@@ -204,13 +204,15 @@ def s2(out_dir: str, reps: int | None, quick: bool, jobs: int | None, executor: 
     res = _run_with_progress("s2", run_s2, out_dir, cfg)
     if len(res.kernel):
         t = Table(title="S2: throughput once all run (Mbit/s), uncoupled CUBIC, Linux's TSQ")
-        cols = ["loss", "backend", "runs", "app1_mean", "app2_mean", "app3_mean", "steady_total_mean", "jain_mean"]
+        cols = ["loss", "hystart", "backend", "runs", "app1_mean", "app2_mean", "app3_mean", "steady_total_mean",
+                "jain_mean"]
         for col in cols:
             t.add_column(col)
         for _, r in res.kernel.iterrows():
-            t.add_row(*[str(r[c]) if isinstance(r[c], str) else "n/a" if r[c] != r[c] else f"{r[c]:.3g}" for c in cols])
+            t.add_row(*[str(r[c]) if isinstance(r[c], (str, bool)) else "n/a" if r[c] != r[c] else f"{r[c]:.3g}"
+                        for c in cols])
         out.print(t)
-    _print_outcome("S2", res, ("part", "setup", "cc", "tsq", "loss", "backend", "rep"))
+    _print_outcome("S2", res, ("part", "setup", "cc", "tsq", "loss", "hystart", "backend", "rep"))
 
 
 @study.command(

@@ -784,6 +784,11 @@ class Flow(_Model):
     #: Multipath TCP only (required): one subflow per entry, each the nodes its data crosses,
     #: sender first, receiver last; its ACKs return on it reversed.
     paths: list[list[str]] | None = Field(default=None, min_length=1, max_length=8)
+    #: Multipath TCP only: whose stack the simulator follows: "v0.9x" (multipath-tcp.org v0.9x,
+    #: the S2 paper's kernel: lowest-RTT scheduling of what a subflow sends at once, TCP's ACKs)
+    #: or "linux" (upstream Linux 6.18, what the kernel backend runs: 64 KB bursts into the
+    #: subflow with the shortest linger time, ACKs that wait for the application's read).
+    mptcp_stack: Literal["v0.9x", "linux"] = "v0.9x"
     #: TCP only: connections one after another, each with its own size (``[flows.workload]``;
     #: docs/scenario.md "Workloads"); None: one connection.
     workload: Workload | None = None
@@ -832,8 +837,11 @@ class Flow(_Model):
                 if getattr(self, k) is not None:
                     raise ValueError(f"{k} is not for a Multipath TCP flow: give its subflows' routes in paths "
                                      "(each subflow's ACKs return on its path reversed)")
-        elif self.paths is not None:
-            raise ValueError('paths is only for transport = "mptcp" (a TCP or UDP flow takes one path)')
+        else:
+            if self.paths is not None:
+                raise ValueError('paths is only for transport = "mptcp" (a TCP or UDP flow takes one path)')
+            if "mptcp_stack" in given:
+                raise ValueError('mptcp_stack is only for transport = "mptcp" (a TCP or UDP flow has no Multipath TCP stack)')
         if self.workload is not None:
             if self.transport != "tcp":
                 raise ValueError('workload is only for a TCP flow (transport = "tcp")')

@@ -92,14 +92,20 @@ def test_the_kernel_part_pairs_uncoupled_cubic_under_linux_tsq_on_both_backends(
     specs = plan(cfg)
     extra = specs[len(base):]
     assert [s.key() for s in specs[:len(base)]] == [s.key() for s in base]
-    assert len(extra) == 2 * cfg.kernel_reps * len(cfg.kernel_losses) and cfg.kernel_reps >= 5
+    # HyStart on and off, each repetition on both backends.
+    assert len(extra) == 2 * 2 * cfg.kernel_reps * len(cfg.kernel_losses) and cfg.kernel_reps >= 5
+    assert {dict(s.labels)["hystart"] for s in extra} == {True, False}
     for s in extra:
         lab = dict(s.labels)
         assert (lab["part"], lab["cc"], lab["tsq"], s.backend) == ("kernel", "cubic", "linux", lab["backend"])
         assert [f["cc"] for f in s.source["flows"]] == ["cubic"] * 3
+        # What the kernel runs: upstream's Multipath TCP, the htb + TUN device.
+        assert [f["mptcp_stack"] for f in s.source["flows"]] == ["linux"] * 3
+        assert s.source["host"]["device_release"] == "start"
+        assert all(f.get("cc_params", {}).get("hystart", True) == lab["hystart"] for f in s.source["flows"])
     seeds = {}
     for s in extra:
-        seeds.setdefault(dict(s.labels)["rep"], set()).add((s.seed, dict(s.labels)["backend"]))
+        seeds.setdefault((dict(s.labels)["rep"], dict(s.labels)["hystart"]), set()).add((s.seed, dict(s.labels)["backend"]))
     assert all(len({x for x, _ in v}) == 1 and {b for _, b in v} == {"sim", "kernel"} for v in seeds.values())
 
 
@@ -148,3 +154,41 @@ def test_device_release_needs_a_device() -> None:
         cclab.simulate(d | {"host": {"device_release": "start"}})
     with pytest.raises(Exception, match=r"device_release"):
         cclab.simulate(d | {"host": d["host"] | {"device_release": "later"}})
+
+
+def test_the_kernel_names_a_v09x_stack_as_a_deviation() -> None:
+    """The kernel runs upstream's Multipath TCP: a flow asking for v0.9x's is told so; the
+    study's kernel part asks for upstream's and gets no such line."""
+    from cclab.kernel.backend import flow_deviations
+    from cclab.scenario import load_scenario
+    from cclab.study.s2 import kernel_scenario
+
+    d = load_scenario(s2_scenario(3, cc="cubic", tsq="linux", duration_s=3)).to_core_dict()
+    assert [x.split(" runs as")[0] for x in flow_deviations(d)] == [
+        f"flows[{i}].mptcp_stack = 'v0.9x'" for i in range(3)]
+    assert flow_deviations(load_scenario(kernel_scenario(0.0, 3)).to_core_dict()) == []
+
+
+#: The kernel's split in the study's kernel part with HyStart off (bench/s2_hystart_off.py: 5 x
+#: 30 s on 2026-11-26 and 5 x 30 s on 2026-11-29, load 0.5-1.9), Mbit/s per application: the
+#: means of the ten runs (docs/studies.md, S2).
+KERNEL_HYSTART_OFF_MBPS = np.array([(119.6 + 119.1) / 2, (11.2 + 12.2) / 2, (11.2 + 10.7) / 2])
+
+
+@needs_core
+def test_upstream_mptcp_gives_the_kernel_s_split_and_v09x_does_not() -> None:
+    """With HyStart off the kernel's split is steady (sd 1-3 Mbit/s): the simulator with
+    upstream's Multipath TCP (``mptcp_stack = "linux"``: 64 KB bursts each an skb of its own,
+    cut into GSO skbs that never span two) gives it within 10 % per application; with v0.9x's
+    the later applications get a fifth more than on the kernel (docs/studies.md, S2)."""
+    from cclab.study.s2 import kernel_scenario
+
+    d = kernel_scenario(0.0, 10.0, hystart=False)
+    up = _apps_mbps(d)
+    assert np.abs(up / KERNEL_HYSTART_OFF_MBPS - 1).max() < 0.10, up
+    for f in d["flows"]:
+        f["mptcp_stack"] = "v0.9x"
+    v09x = _apps_mbps(d)
+    assert (v09x[1:] / KERNEL_HYSTART_OFF_MBPS[1:] > 1.10).all(), v09x
+    # Either way the NICs are full.
+    assert up.sum() == pytest.approx(v09x.sum(), rel=0.01)

@@ -277,6 +277,10 @@ pub struct FlowSpec {
     /// How the application writes into the socket send buffer (`tcp::sndbuf`).
     #[serde(default)]
     pub writer: crate::tcp::sndbuf::Writer,
+    /// Multipath TCP only: whose stack the connection follows, v0.9x's (the S2 paper's) or
+    /// upstream Linux 6.18's (the kernel backend's): `crate::mptcp::MptcpStack`.
+    #[serde(default)]
+    pub mptcp_stack: crate::mptcp::MptcpStack,
     #[serde(default = "d_rto_min")]
     pub rto_min_ms: f64,
     #[serde(default = "d_rto_init")]
@@ -473,6 +477,14 @@ impl FlowSpec {
                 ))
             }
             (_, None) => {}
+        }
+        if self.transport != Transport::Mptcp
+            && self.mptcp_stack != crate::mptcp::MptcpStack::default()
+        {
+            return Err(err(
+                format!("{p}.mptcp_stack"),
+                "only for transport = \"mptcp\" (a TCP or UDP flow has no Multipath TCP stack)",
+            ));
         }
         Ok(())
     }

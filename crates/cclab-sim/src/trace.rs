@@ -22,7 +22,7 @@ pub struct FlowTrace {
     /// Bytes of the flow's skbs in its host's interface queue or NIC (`sk_wmem_alloc`).
     pub below_tcp_bytes: Vec<u64>,
     /// The socket send buffer's size (`sk_sndbuf`); NaN without one (`sndbuf = "unlimited"`,
-    /// Multipath TCP subflows).
+    /// v0.9x Multipath TCP subflows).
     pub sndbuf_bytes: Vec<f64>,
     /// What the socket holds until acknowledged, skb overhead included (`sk_wmem_queued`); NaN
     /// without a send buffer.

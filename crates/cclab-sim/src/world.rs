@@ -195,6 +195,8 @@ pub struct World {
     /// transmission during the current event, released after it.
     started_freed: Vec<(u32, u32, u32)>,
     ack_buf: Vec<AckSeg>,
+    /// ACKs an upstream Multipath TCP connection's read sends on its other subflows.
+    ack_buf_read: Vec<AckSeg>,
     /// The S1 middleware's terminals, if it runs.
     agents: Option<Agents>,
 }
@@ -454,8 +456,10 @@ impl World {
                     },
                     algo,
                 );
-                // A subflow writes what its connection maps to it, not from a send buffer.
-                let mut sender = if mptcp {
+                // A v0.9x subflow writes what its connection maps to it, not from a send buffer;
+                // an upstream one holds what it is given in its own (`mptcp::MptcpStack`).
+                let upstream = mptcp && f.mptcp_stack == crate::mptcp::MptcpStack::Linux;
+                let mut sender = if mptcp && !upstream {
                     sender.without_send_buffer()
                 } else {
                     sender
@@ -489,7 +493,7 @@ impl World {
                 } else {
                     cclab_net::rng::stream_seed(sc.seed, &format!("{}.{k}.cc", f.name))
                 };
-                let receiver = Receiver::new(ReceiverConfig {
+                let mut receiver = Receiver::new(ReceiverConfig {
                     mss_bytes: f.mss_bytes,
                     sack: f.sack,
                     timestamps: f.timestamps,
@@ -505,6 +509,7 @@ impl World {
                     clock,
                     ecn,
                 });
+                receiver.read_driven_acks = upstream;
                 // Subflow 0 starts with the flow, established. Without the handshake as
                 // packets, subflow k >= 1 joins as the handshake would have it (`hs_arrive`):
                 // its MP_JOIN SYN k round trips of subflow 0 after the start
@@ -584,6 +589,7 @@ impl World {
                     &slots,
                     legs.iter().map(|r| r.fwd_nodes.clone()).collect(),
                 ));
+                conns.last_mut().expect("pushed").stack = f.mptcp_stack;
             }
         }
         let interval_ns = ms_to_ns(sc.sim.trace_interval_ms).max(1);
@@ -664,6 +670,7 @@ impl World {
             data_buf: Vec::new(),
             started_freed: Vec::new(),
             ack_buf: Vec::new(),
+            ack_buf_read: Vec::new(),
             agents,
         })
     }

@@ -65,7 +65,8 @@ def flow_deviations(d: dict[str, Any]) -> list[str]:
     return [f"flows[{i}].ack_counting = 'acks' (Linux before 3.18) runs as 6.18's per-segment counting"
             for i, f in enumerate(d["flows"]) if f.get("ack_counting", "segments") != "segments"
             ] + [f"flows[{i}].cc_params.c runs as {c:.8g} (the kernel's C is bic_scale x 10 / 1024)"
-                 for i, c in c_runs if c is not None] + mptcp.coupled_deviations(d) + s3_deviations(d["flows"])
+                 for i, c in c_runs if c is not None] + mptcp.coupled_deviations(d) + mptcp.stack_deviations(d) + \
+        s3_deviations(d["flows"])
 
 
 #: TCP's timestamp option on every segment (net/ipv4/tcp_output.c: TCPOLEN_TSTAMP_ALIGNED).

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from .topology import Interface
 
 __all__ = ["COUPLED_ALGORITHMS", "IPPROTO_MPTCP", "Subflow", "configure", "coupled_deviations", "flow_problems",
-           "is_mptcp", "plan_subflows", "read_mptcp_info", "read_subflows"]
+           "is_mptcp", "plan_subflows", "read_mptcp_info", "read_subflows", "stack_deviations"]
 
 #: include/uapi/linux/in.h
 IPPROTO_MPTCP = 262
@@ -88,6 +88,14 @@ def coupled_deviations(d: dict[str, Any]) -> list[str]:
             "has no coupled congestion control; on a single path LIA, OLIA and BALIA are Reno, but subflows "
             "sharing a bottleneck take one Reno share each"
             for i, f in enumerate(d["flows"]) if is_mptcp(f) and f["cc"] in COUPLED_ALGORITHMS]
+
+
+def stack_deviations(d: dict[str, Any]) -> list[str]:
+    """The Multipath TCP flows of ``d`` that ask for v0.9x's stack: the kernel runs upstream's."""
+    return [f"flows[{i}].mptcp_stack = 'v0.9x' runs as 'linux': the kernel is upstream Linux MPTCP (its scheduler "
+            "hands 64 KB bursts to the subflow with the shortest linger time; its receiver's ACKs wait for the "
+            "application's read); set mptcp_stack = 'linux' to pair the simulator with it"
+            for i, f in enumerate(d["flows"]) if is_mptcp(f) and f.get("mptcp_stack", "v0.9x") != "linux"]
 
 
 def flow_problems(d: dict[str, Any], middleware_hosts: set[str] | frozenset[str] = frozenset()) -> list[str]:

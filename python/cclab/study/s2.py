@@ -31,7 +31,8 @@ from .s1 import jain_index
 from .s2_scenarios import s2_scenario
 from .sweep import SweepResult, run_sweep
 
-__all__ = ["S2Config", "run_s2", "TSQ_VARIANTS", "SETUPS", "PAPER_RESULTS", "KERNEL_NOT_RUNNABLE", "kernel_table"]
+__all__ = ["S2Config", "run_s2", "TSQ_VARIANTS", "SETUPS", "PAPER_RESULTS", "KERNEL_NOT_RUNNABLE", "kernel_table",
+           "kernel_scenario"]
 
 #: TSQ rules the study compares: name -> what it is.
 TSQ_VARIANTS: dict[str, str] = {
@@ -162,14 +163,25 @@ def plan(cfg: S2Config) -> list[RunSpec]:
                 specs.append(_spec(d, rep, {"part": "setup", "setup": setup, "cc": "lia", "tsq": tsq, "loss": 0.0,
                                             "n_apps": SETUPS[setup]["n_apps"], "rep": rep}))
     if cfg.kernel:
-        for loss in cfg.kernel_losses:
-            d = s2_scenario(3, cc="cubic", tsq="linux", loss=loss, duration_s=cfg.kernel_duration_s)
+        for loss, hystart in ((loss, h) for loss in cfg.kernel_losses for h in (True, False)):
+            d = kernel_scenario(loss, cfg.kernel_duration_s, hystart)
             for rep in range(cfg.kernel_reps):
                 for backend in ("sim", "kernel"):
                     specs.append(_spec(d, rep, {"part": "kernel", "setup": "paper", "cc": "cubic", "tsq": "linux",
-                                                "loss": loss, "n_apps": 3, "backend": backend, "rep": rep},
+                                                "loss": loss, "hystart": hystart, "n_apps": 3, "backend": backend,
+                                                "rep": rep},
                                        keep_trace=rep == 0, backend=backend))
     return specs
+
+
+def kernel_scenario(loss: float, duration_s: float, hystart: bool = True) -> dict[str, Any]:
+    """The kernel part's scenario: the paper's setup as upstream Linux 6.18 runs it, uncoupled
+    CUBIC under Linux's TSQ, with upstream's Multipath TCP in the simulator (``mptcp_stack =
+    "linux"``) and the kernel backend's device (htb + TUN: ``device_release = "start"``); with
+    HyStart on (the default) or off on every subflow (on the kernel, tcp_cubic's module
+    parameter for the run)."""
+    return s2_scenario(3, cc="cubic", tsq="linux", loss=loss, duration_s=duration_s, mptcp_stack="linux",
+                       device_release="start", hystart=hystart)
 
 
 def kernel_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -181,11 +193,12 @@ def kernel_table(runs: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     apps = sorted(c for c in sel.columns if c.startswith("app") and c.endswith("_steady_mbps") and sel[c].notna().any())
     rows = []
-    for loss, g in sel.groupby("loss", sort=True):
+    sel = sel.assign(hystart=sel["hystart"].fillna(True).astype(bool)) if "hystart" in sel else sel.assign(hystart=True)
+    for (loss, hystart), g in sel.groupby(["loss", "hystart"], sort=True):
         means = {}
         for backend in ("sim", "kernel"):
             b = g[g["backend"] == backend]
-            row: dict[str, Any] = {"loss": loss, "backend": backend, "runs": len(b)}
+            row: dict[str, Any] = {"loss": loss, "hystart": hystart, "backend": backend, "runs": len(b)}
             for c in [*apps, "steady_total_mbps", "jain"]:
                 v = b[c].to_numpy(float) if len(b) else np.array([])
                 name = c.replace("_steady_mbps", "").replace("_mbps", "")
@@ -196,7 +209,7 @@ def kernel_table(runs: pd.DataFrame) -> pd.DataFrame:
                     row[f"{name}_max"] = float(np.max(v)) if len(v) else np.nan
             means[backend] = row
             rows.append(row)
-        ratio: dict[str, Any] = {"loss": loss, "backend": "kernel / sim", "runs": np.nan}
+        ratio: dict[str, Any] = {"loss": loss, "hystart": hystart, "backend": "kernel / sim", "runs": np.nan}
         for k, v in means["kernel"].items():
             if k.endswith("_mean"):
                 s = means["sim"].get(k, np.nan)

@@ -38,17 +38,24 @@ START_GAP_S = 0.5
 
 def s2_scenario(n_apps: int = 3, *, cc: str = "lia", tsq: str = "paper", loss: float = 0.0,
                 rtts_ms: tuple[float, ...] = (RTT_MS, RTT_MS, RTT_MS), duration_s: float = 30.0,
-                nic_rate_bps: int = NIC_RATE_BPS, tsq_limit_bytes: int | None = None) -> dict[str, Any]:
+                nic_rate_bps: int = NIC_RATE_BPS, tsq_limit_bytes: int | None = None,
+                mptcp_stack: str = "v0.9x", device_release: str | None = None,
+                hystart: bool = True) -> dict[str, Any]:
     """The S2 scenario as a scenario dict: ``n_apps`` applications, one Multipath TCP connection
     each over every path (one path per entry of ``rtts_ms``), ``cc`` on every subflow, the
     sender's TSQ rule ``tsq`` ("paper": the paper's eq. 2, what its v0.92 kernel ran; "linux":
-    6.18's; "fixed": eq. 3, 131072 bytes unless ``tsq_limit_bytes``; "adaptive": cclab's)."""
+    6.18's; "fixed": eq. 3, 131072 bytes unless ``tsq_limit_bytes``; "adaptive": cclab's).
+    ``mptcp_stack``: "v0.9x" (the paper's kernel) or "linux" (upstream 6.18, the kernel
+    backend's); ``device_release``: the hosts' (None: the default, a NIC's); ``hystart`` False
+    turns CUBIC's HyStart off on every subflow."""
     if n_apps < 1:
         raise ValueError(f"n_apps: {n_apps} is not accepted: at least 1")
     paths = range(1, len(rtts_ms) + 1)
     host: dict[str, Any] = {"device_rate_bps": nic_rate_bps, "device_queue_pkts": IFQ_PKTS, "tsq": tsq}
     if tsq_limit_bytes is not None:
         host["tsq_limit_bytes"] = tsq_limit_bytes
+    if device_release is not None:
+        host["device_release"] = device_release
     nodes: list[dict[str, Any]] = [{"name": "snd"}, {"name": "rcv"}]
     nodes += [{"name": f"ne{k}", "kind": "router"} for k in paths]
     links: list[dict[str, Any]] = []
@@ -61,6 +68,11 @@ def s2_scenario(n_apps: int = 3, *, cc: str = "lia", tsq: str = "paper", loss: f
     flows = [{"name": f"app{a + 1}", "sender": "snd", "receiver": "rcv", "transport": "mptcp", "cc": cc,
               "start_s": round(a * START_GAP_S, 6), "paths": [["snd", f"ne{k}", "rcv"] for k in paths]}
              for a in range(n_apps)]
+    for f in flows:
+        if mptcp_stack != "v0.9x":
+            f["mptcp_stack"] = mptcp_stack
+        if not hystart:
+            f["cc_params"] = {"hystart": False}
     return {
         "name": f"s2-{n_apps}-apps",
         "description": f"S2: {n_apps} MPTCP applications ({cc}) over {len(rtts_ms)} paths sharing the sender's "

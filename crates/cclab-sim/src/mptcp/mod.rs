@@ -38,6 +38,16 @@
 //!   trip after its handshake (`world::handshake_glue`; without the handshake as packets the
 //!   same times from the idle paths' round trips).
 //!
+//! - **Whose stack** (`flows[].mptcp_stack`, [`MptcpStack`]): all of the above is v0.9x's
+//!   (`"v0.9x"`, the default). `"linux"` follows upstream Linux 6.18 (`net/mptcp/`, the kernel
+//!   backend's MPTCP) where the two differ in what decides who gets the NIC and when ACKs
+//!   come: the scheduler ([`sched::linux_pick`], `mptcp_subflow_get_send`) hands the subflow
+//!   with the shortest linger time a burst of up to 64 KB into its send buffer, whether or not
+//!   it can send it now (`__subflow_push_pending`), so each subflow holds data unsent and the
+//!   data reaches the receiver out of order across subflows; and the receiver's subflows share
+//!   the connection's window (`mptcp_set_rwin`), so their every-second-segment ACK waits for
+//!   the application's read (`mptcp_cleanup_rbuf`, `world::mptcp_glue`).
+//!
 //! Not modelled: the handshakes themselves, DATA_FIN, checksums, fallback to TCP, backup
 //! subflows, v0.9x's receive-buffer optimisation (`mptcp_rcv_buf_optimization`: penalising
 //! and opportunistic retransmission, which needs a finite send buffer we do not model), the
@@ -63,6 +73,25 @@ pub const DSS_ACK_BYTES: u32 = 4 + 4;
 /// The most data given to a subflow at once: the GSO limit (`sk_gso_max_size`, 64 KB), as
 /// `mptcp_next_segment` caps its `limit` at `gso_max_segs` segments.
 pub const MAX_CHUNK_BYTES: u64 = 65_536;
+
+/// `MPTCP_SEND_BURST_SIZE` (net/mptcp/protocol.h, 6.18): the most one scheduling decision of
+/// upstream's hands a subflow, 64 KB less a TCP header, the option space, an IPv6 header and a
+/// fragment header.
+pub const SEND_BURST_BYTES: u64 = 65_536 - 20 - 40 - 40 - 8;
+
+/// Whose Multipath TCP a connection follows (`flows[].mptcp_stack`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub enum MptcpStack {
+    /// The multipath-tcp.org v0.9x kernel (the S2 paper's): the lowest-RTT scheduler gives a
+    /// subflow only what it sends at once; each subflow ACKs as a TCP receiver does.
+    #[default]
+    #[serde(rename = "v0.9x")]
+    V09x,
+    /// Upstream Linux 6.18 (the kernel backend's): linger-time scheduling of 64 KB bursts into
+    /// the subflows' send buffers, and ACKs that wait for the application's read.
+    #[serde(rename = "linux")]
+    Linux,
+}
 
 /// Data waiting to be sent again on another subflow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +122,8 @@ pub struct SubflowState {
     pub rtos_seen: u64,
     /// The nodes its data crosses, sender first.
     pub path: Vec<String>,
+    /// `subflow->avg_pacing_rate`, bytes/s (upstream's scheduler; 0 until first read).
+    pub avg_pacing_rate: u64,
 }
 
 /// One Multipath TCP connection.
@@ -121,6 +152,8 @@ pub struct Connection {
     pub rcv: DataReceiver,
     /// When every byte of a sized transfer was delivered in order, ns.
     pub completion_ns: Option<u64>,
+    /// Whose stack it follows.
+    pub stack: MptcpStack,
 }
 
 impl Connection {
@@ -155,6 +188,7 @@ impl Connection {
             reinject: VecDeque::new(),
             rcv: DataReceiver::default(),
             completion_ns: None,
+            stack: MptcpStack::default(),
         }
     }
 
@@ -281,3 +315,5 @@ fn insert_uncovered(q: &mut VecDeque<Reinject>, a: u64, b: u64, path_mask: u32) 
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_linux;

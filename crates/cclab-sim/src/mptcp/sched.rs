@@ -1,6 +1,8 @@
 //! The default scheduler of the multipath-tcp.org v0.9x kernel (`net/mptcp/mptcp_sched.c`):
 //! the available subflow with the lowest smoothed RTT, preferring, for reinjected data, a
-//! subflow that has not carried it yet. O(subflows) per decision, no allocation.
+//! subflow that has not carried it yet; and upstream Linux 6.18's (`net/mptcp/protocol.c`,
+//! `mptcp_subflow_get_send`): the subflow whose queued bytes drain soonest at its average
+//! pacing rate ([`linux_pick`]). O(subflows) per decision, no allocation.
 
 use crate::cc::CaState;
 use crate::tcp::sender::Sender;
@@ -91,9 +93,83 @@ pub fn get_available_subflow(
     best
 }
 
+/// What upstream's scheduler reads of one subflow.
+#[derive(Debug, Clone, Copy)]
+pub struct LingerCandidate {
+    /// `mptcp_subflow_active`: established (joined) and not stale (we take `tp->pf`).
+    pub usable: bool,
+    /// `sk_wmem_queued`, bytes.
+    pub wmem_queued_bytes: u64,
+    /// `subflow->avg_pacing_rate`, bytes/s (the socket's pacing rate until the first burst;
+    /// 0: passed over, as upstream does a subflow with no rate yet).
+    pub avg_pacing_rate: u64,
+}
+
+/// `mptcp_subflow_get_send` (6.18, no backup subflows): among `n` subflows the usable one with
+/// the shortest linger time, `sk_wmem_queued << 32 / avg_pacing_rate` (the first of equals: the
+/// test is `<` in the walk of `conn_list`, where subflows are in the order they joined).
+/// Whether it may take data (`sk_stream_memory_free`) is the caller's to ask.
+pub fn linux_pick(n: usize, cand: impl Fn(usize) -> LingerCandidate) -> Option<usize> {
+    let mut best = None;
+    let mut best_linger = u128::MAX;
+    for k in 0..n {
+        let c = cand(k);
+        if !c.usable || c.avg_pacing_rate == 0 {
+            continue;
+        }
+        let linger = (u128::from(c.wmem_queued_bytes) << 32) / u128::from(c.avg_pacing_rate);
+        if linger < best_linger {
+            best_linger = linger;
+            best = Some(k);
+        }
+    }
+    best
+}
+
+/// The chosen subflow's average pacing rate once it is given a burst of `burst` bytes while it
+/// holds `wmem` at pacing rate `pace` (the end of `mptcp_subflow_get_send`): the mean of the old
+/// average over what it holds and the current rate over the burst.
+pub fn avg_pacing_after(avg: u64, wmem: u64, pace: u64, burst: u64) -> u64 {
+    if burst + wmem == 0 {
+        return avg;
+    }
+    let num = u128::from(avg) * u128::from(wmem) + u128::from(pace) * u128::from(burst);
+    (num / u128::from(burst + wmem)) as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn l(wmem: u64, pace: u64) -> LingerCandidate {
+        LingerCandidate {
+            usable: true,
+            wmem_queued_bytes: wmem,
+            avg_pacing_rate: pace,
+        }
+    }
+
+    #[test]
+    fn upstream_picks_the_shortest_linger_time() {
+        // 100 KB at 10 MB/s (10 ms) against 150 KB at 30 MB/s (5 ms): the second.
+        let v = [l(100_000, 10_000_000), l(150_000, 30_000_000)];
+        assert_eq!(linux_pick(2, |k| v[k]), Some(1));
+        // Equal linger times: the first joined.
+        let w = [l(100_000, 10_000_000), l(200_000, 20_000_000)];
+        assert_eq!(linux_pick(2, |k| w[k]), Some(0));
+        // No rate yet, or not usable: passed over.
+        let mut x = [l(0, 0), l(500_000, 1_000_000)];
+        assert_eq!(linux_pick(2, |k| x[k]), Some(1));
+        x[1].usable = false;
+        assert_eq!(linux_pick(2, |k| x[k]), None);
+    }
+
+    #[test]
+    fn the_average_pacing_rate_weights_the_burst() {
+        // Empty: the current rate; holding as much as the burst: the mean.
+        assert_eq!(avg_pacing_after(5, 0, 9, 100), 9);
+        assert_eq!(avg_pacing_after(10, 100, 30, 100), 20);
+    }
 
     fn c(srtt_us: u32, avail: bool) -> Candidate {
         Candidate {

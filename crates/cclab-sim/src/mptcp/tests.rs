@@ -10,14 +10,14 @@ use crate::{run, RunOutput, Scenario};
 
 /// One path: rate, round-trip time, random loss on the data direction, an outage (start, length).
 #[derive(Clone, Copy)]
-struct PathSpec {
-    rate_bps: u64,
-    rtt_ms: f64,
-    loss: f64,
-    outage: Option<(f64, f64)>,
+pub(super) struct PathSpec {
+    pub(super) rate_bps: u64,
+    pub(super) rtt_ms: f64,
+    pub(super) loss: f64,
+    pub(super) outage: Option<(f64, f64)>,
 }
 
-fn path(rate_bps: u64, rtt_ms: f64) -> PathSpec {
+pub(super) fn path(rate_bps: u64, rtt_ms: f64) -> PathSpec {
     PathSpec {
         rate_bps,
         rtt_ms,
@@ -37,7 +37,12 @@ fn dir(rate_bps: Option<u64>, delay_ms: f64, loss: f64, outage: Option<(f64, f64
 }
 
 /// A scenario of `paths` and `flows` (each a JSON flow object; `paths` filled for mptcp ones).
-fn scenario(paths: &[PathSpec], flows: Vec<Value>, duration_s: f64, seed: u64) -> Scenario {
+pub(super) fn scenario(
+    paths: &[PathSpec],
+    flows: Vec<Value>,
+    duration_s: f64,
+    seed: u64,
+) -> Scenario {
     let mut nodes = vec![json!({"name": "snd"}), json!({"name": "rcv"})];
     let mut links = Vec::new();
     for (i, p) in paths.iter().enumerate() {
@@ -61,7 +66,7 @@ fn scenario(paths: &[PathSpec], flows: Vec<Value>, duration_s: f64, seed: u64) -
 }
 
 /// An MPTCP flow over the first `n` paths.
-fn mptcp(n: usize, extra: Value) -> Value {
+pub(super) fn mptcp(n: usize, extra: Value) -> Value {
     let paths: Vec<Value> = (1..=n)
         .map(|i| json!(["snd", format!("ne{i}"), "rcv"]))
         .collect();
@@ -77,19 +82,29 @@ fn merge(f: &mut Value, extra: Value) {
     }
 }
 
-fn go(sc: &Scenario) -> RunOutput {
+pub(super) fn go(sc: &Scenario) -> RunOutput {
     run(sc, None).expect("the run")
 }
 
 #[test]
 fn a_sized_transfer_under_loss_arrives_whole_once_and_in_order() {
+    // Either stack (v0.9x's, the default, and upstream's: `tests_linux.rs`).
+    for stack in ["v0.9x", "linux"] {
+        sized_transfer_under_loss(stack);
+    }
+}
+
+fn sized_transfer_under_loss(stack: &str) {
     let size = 3_000_000u64;
     let mut lossy = [path(20_000_000, 40.0), path(10_000_000, 80.0)];
     lossy[0].loss = 0.01;
     lossy[1].loss = 0.02;
     let out = go(&scenario(
         &lossy,
-        vec![mptcp(2, json!({"size_bytes": size, "cc": "reno"}))],
+        vec![mptcp(
+            2,
+            json!({"size_bytes": size, "cc": "reno", "mptcp_stack": stack}),
+        )],
         30.0,
         3,
     ));

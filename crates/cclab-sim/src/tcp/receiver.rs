@@ -105,6 +105,9 @@ pub struct Receiver {
     pub acks_sent: u64,
     /// ECN state (`tcp/ecn.rs`).
     pub(crate) ecn: EcnRcv,
+    /// A subflow of an upstream Multipath TCP connection (`mptcp_stack = "linux"`): the
+    /// every-second-segment ACK waits for the application's read ([`Receiver::cleanup_rbuf`]).
+    pub(crate) read_driven_acks: bool,
 }
 
 impl Receiver {
@@ -135,6 +138,7 @@ impl Receiver {
             delivered_bytes: 0,
             completion_ns: None,
             acks_sent: 0,
+            read_driven_acks: false,
         }
     }
 
@@ -380,6 +384,11 @@ impl Receiver {
         // stretch-ACK variant's more than ack_every_pkts - 1.
         let more_than_one_frame = self.rcv_nxt - self.rcv_wup
             > (self.cfg.ack_every_pkts.max(2) as u64 - 1) * self.cfg.mss_bytes as u64;
+        // A subflow of an upstream MPTCP connection: its window is the connection's, raised to the
+        // right edge another subflow offered (net/mptcp/options.c `mptcp_set_rwin`), and data
+        // just queued at the connection is not yet read, so `__tcp_select_window(sk) >=
+        // tp->rcv_wnd` fails and the ACK waits for the read (`mptcp_cleanup_rbuf`) or the timer.
+        let more_than_one_frame = more_than_one_frame && !self.read_driven_acks;
         let quickack = self.quick > 0;
         if more_than_one_frame || quickack || self.ack_now || !self.cfg.delayed_ack {
             self.send_ack(out);
@@ -408,6 +417,17 @@ impl Receiver {
         }
         let delay = COMP_SACK_DELAY_NS.min(self.rcv_rtt_us * 1000 / 20);
         self.comp_deadline = Some(self.now_ns + delay.max(1));
+    }
+
+    /// The application read data of this subflow's connection (`mptcp_cleanup_rbuf` ->
+    /// `mptcp_subflow_could_cleanup`, net/mptcp/protocol.c): a scheduled ACK goes now if more
+    /// than one full segment is unacknowledged (`__tcp_cleanup_rbuf`'s once-per-two-segments
+    /// ACK "not sent by tcp_input.c").
+    pub fn cleanup_rbuf(&mut self, now_ns: u64, out: &mut Vec<AckSeg>) {
+        if self.ack_sched && self.rcv_nxt - self.rcv_wup > u64::from(self.cfg.mss_bytes) {
+            self.now_ns = now_ns;
+            self.send_ack(out);
+        }
     }
 
     /// `tcp_send_delayed_ack`.
@@ -621,6 +641,36 @@ mod tests {
         }
         let acks: Vec<u64> = out.iter().map(|a| a.ack).collect();
         assert_eq!(acks, [24_000, 32_000, 40_000], "one ACK per 8 segments");
+    }
+
+    /// A subflow of an upstream Multipath TCP connection: past the quick ACKs, two full segments
+    /// no longer bring an ACK by themselves (the shared window fails `__tcp_ack_snd_check`'s
+    /// test); the application's read sends it (`mptcp_cleanup_rbuf`), or the delayed-ACK timer.
+    #[test]
+    fn an_upstream_mptcp_subflow_acks_when_the_application_reads() {
+        let mut r = rcv(true);
+        r.read_driven_acks = true;
+        let mut out = Vec::new();
+        for i in 0..16 {
+            r.on_data(i * 1000, &seg(i), &mut out);
+        }
+        assert_eq!(out.len(), 16, "quick ACKs as before");
+        out.clear();
+        for i in 16..22 {
+            r.on_data(i * 1000 + 10_000, &seg(i), &mut out);
+        }
+        assert!(out.is_empty(), "six segments, no ACK yet");
+        r.cleanup_rbuf(30_000, &mut out);
+        assert_eq!(out.len(), 1, "the read sends one ACK");
+        assert_eq!(out[0].ack, 22_000, "for all six");
+        // One segment more is not worth an ACK at the next read (not more than one MSS).
+        r.on_data(40_000, &seg(22), &mut out);
+        r.cleanup_rbuf(40_000, &mut out);
+        assert_eq!(out.len(), 1);
+        // Unread, it is acked by the delayed-ACK timer.
+        let deadline = r.timer_deadline_ns().expect("the delayed ACK is armed");
+        r.on_timer(deadline, &mut out);
+        assert_eq!(out.last().unwrap().ack, 23_000);
     }
 
     /// A smaller `rwnd_bytes` is the window `tcp_incr_quickack` divides: 10 MSS give 5.

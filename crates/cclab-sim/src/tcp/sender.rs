@@ -514,7 +514,12 @@ impl Sender {
     /// `tcp_update_pacing_rate`: 200 % of cwnd * mss / srtt in slow start (below ssthresh / 2),
     /// 120 % otherwise (`tcp_pacing_ss_ratio`, `tcp_pacing_ca_ratio` defaults).
     pub(crate) fn update_pacing_rate(&mut self) {
-        let tp = &mut self.tp;
+        self.tp.pacing_rate_bytes_per_s = self.pacing_rate_now();
+    }
+
+    /// What [`Sender::update_pacing_rate`] would set now, bytes/s.
+    pub(crate) fn pacing_rate_now(&self) -> u64 {
+        let tp = &self.tp;
         let mut rate = tp.mss_cache as u64 * ((1_000_000 / 100) << 3);
         rate *= if tp.snd_cwnd < tp.snd_ssthresh / 2 {
             200
@@ -525,7 +530,7 @@ impl Sender {
         if tp.srtt_us != 0 {
             rate /= tp.srtt_us as u64;
         }
-        tp.pacing_rate_bytes_per_s = rate.min(tp.max_pacing_rate_bytes_per_s);
+        rate.min(tp.max_pacing_rate_bytes_per_s)
     }
 
     /// Send a segment (new or retransmission) and stamp it (`tcp_transmit_skb` +
@@ -668,7 +673,14 @@ impl Sender {
                     break;
                 }
             }
-            if skb.is_none() && self.small_queue_check(len * u64::from(self.tso_segs()), 0) {
+            // The skb about to start: tcp_tso_autosize's segments, at most what is left of the
+            // write queue's head skb (`tcp_mss_split_point`, `tso_fragment`).
+            let new_skb_segs = if skb.is_none() {
+                self.gso_segs_now()
+            } else {
+                0
+            };
+            if skb.is_none() && self.small_queue_check(len * u64::from(new_skb_segs), 0) {
                 break;
             }
             let seq = self.tp.snd_nxt;
@@ -697,7 +709,7 @@ impl Sender {
             let idx = self.rtx.len() - 1;
             let (prior_wstamp_ns, len) = self.transmit_seg(idx, false, skb.is_none(), out);
             // tcp_write_xmit sizes each skb once (tcp_tso_segs), when it starts a new one.
-            let (prior, bytes, left) = skb.unwrap_or_else(|| (prior_wstamp_ns, 0, self.tso_segs()));
+            let (prior, bytes, left) = skb.unwrap_or((prior_wstamp_ns, 0, new_skb_segs));
             if left <= 1 {
                 self.update_skb_after_send(bytes + len, prior);
                 skb = None;

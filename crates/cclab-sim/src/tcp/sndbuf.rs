@@ -86,6 +86,8 @@ pub struct SendBuffer {
     wake: bool,
     /// The skbs of the retransmission and write queues, [seq, end_seq), in order.
     skbs: VecDeque<(u64, u64)>,
+    /// The next write starts a new skb: the tail carries another Multipath TCP mapping.
+    tail_closed: bool,
 }
 
 impl SendBuffer {
@@ -104,6 +106,7 @@ impl SendBuffer {
             nospace: false,
             wake: false,
             skbs: VecDeque::new(),
+            tail_closed: false,
         }
     }
 
@@ -254,6 +257,7 @@ impl Sender {
         while copied < len {
             let write_seq = self.write_seq + copied;
             let tail_room = match b.skbs.back() {
+                _ if b.tail_closed => 0,
                 // The write queue's tail, not yet sent (tcp_skb_can_collapse_to).
                 Some(&(start, end)) if start >= snd_nxt && end - start < goal => {
                     goal - (end - start)
@@ -268,6 +272,7 @@ impl Sender {
                     break;
                 }
                 b.skbs.push_back((write_seq, write_seq));
+                b.tail_closed = false;
                 goal.min(len - copied)
             };
             b.skbs.back_mut().expect("pushed").1 += copy;
@@ -275,6 +280,54 @@ impl Sender {
         }
         self.write_seq += copied;
         copied
+    }
+
+    /// A Multipath TCP connection following upstream (`mptcp_stack = "linux"`) hands this
+    /// subflow up to `len` bytes of its data (`mptcp_sendmsg_frag`: copied into skbs of
+    /// `size_goal`, the tail skb first, a new one only while `sk_stream_memory_free`). They go out
+    /// as cwnd, TSQ and pacing allow, as a TCP flow's writes do. Without a send buffer (`[host]
+    /// sndbuf = "unlimited"`) all is taken. Returns the bytes taken.
+    pub fn mptcp_take(&mut self, len: u64) -> u64 {
+        let copied = if let Some(b) = self.sndbuf.as_mut() {
+            // A burst is a mapping of its own (a DSS option per skb): its data starts a new skb
+            // (`mptcp_skb_can_collapse_to` refuses a tail whose mapping it does not extend, and
+            // the bursts a subflow gets are not contiguous in the data sequence).
+            b.tail_closed = true;
+            self.cfg.size_bytes = self.write_seq + len;
+            self.sendmsg(len)
+        } else {
+            self.write_seq += len;
+            len
+        };
+        self.cfg.size_bytes = self.write_seq;
+        copied
+    }
+
+    /// `sk_stream_memory_free` for a subflow of an upstream connection: `sk_wmem_queued` below
+    /// `sk_sndbuf`. Without a send buffer: less than one burst unsent (a bound of ours).
+    pub fn mptcp_memory_free(&mut self) -> bool {
+        let (snd_una, snd_nxt, write_seq) = (self.tp.snd_una, self.tp.snd_nxt, self.write_seq);
+        match self.sndbuf.as_mut() {
+            Some(b) => b.wmem_queued(snd_una, write_seq) < b.sndbuf_bytes,
+            None => write_seq - snd_nxt < crate::mptcp::SEND_BURST_BYTES,
+        }
+    }
+
+    /// `sk_wmem_queued`, bytes (without a send buffer: what is unacknowledged or unsent).
+    pub fn mptcp_wmem_queued(&mut self) -> u64 {
+        let (snd_una, write_seq) = (self.tp.snd_una, self.write_seq);
+        match self.sndbuf.as_mut() {
+            Some(b) => b.wmem_queued(snd_una, write_seq),
+            None => write_seq - snd_una,
+        }
+    }
+
+    /// `mptcp_nospace`: the connection found no room, `SOCK_NOSPACE` on every subflow (so
+    /// `tcp_new_space` grows its buffer when cwnd has room, and RFC 2861 leaves its cwnd alone).
+    pub fn mptcp_set_nospace(&mut self) {
+        if let Some(b) = self.sndbuf.as_mut() {
+            b.nospace = true;
+        }
     }
 
     /// Bytes of the skb at the head of the write queue (`tcp_send_head`).

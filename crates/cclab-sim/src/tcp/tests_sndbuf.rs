@@ -93,3 +93,45 @@ fn a_waiting_writer_has_found_more_than_two_thirds_queued() {
         s.tp.snd_cwnd
     );
 }
+
+/// The skbs a run of segments leaving at once makes, in segments (a segment with `skb_follows`
+/// belongs to the skb before it).
+fn skb_sizes(out: &[crate::tcp::segment::DataSeg]) -> Vec<u32> {
+    let mut sizes: Vec<u32> = Vec::new();
+    for d in out {
+        match sizes.last_mut() {
+            Some(n) if d.skb_follows => *n += 1,
+            _ => sizes.push(1),
+        }
+    }
+    sizes
+}
+
+#[test]
+fn a_gso_skb_never_spans_two_skbs_of_the_write_queue() {
+    // An upstream Multipath TCP subflow (mptcp_stack = "linux"): its own application writes
+    // nothing; the connection hands it bursts, each a mapping and so an skb of its own.
+    let mut s = Setup {
+        sndbuf: SndbufMode::Linux,
+        size_segs: 0,
+        ..Setup::default()
+    }
+    .sender();
+    let mut out = Vec::new();
+    s.on_start(0, &mut out);
+    assert!(out.is_empty(), "nothing mapped yet");
+    assert_eq!(s.mptcp_take(3 * MSS as u64), 3_000);
+    assert_eq!(s.mptcp_take(5 * MSS as u64), 5_000);
+    // tcp_tso_autosize gives 2 segments here (2 x 10 x 1000 B / 10 ms >> 10, at least 2):
+    // tcp_write_xmit splits each write-queue skb (tso_fragment) but never joins two, so the
+    // 3-segment burst leaves as 2 + 1 and the 5-segment one as 2 + 2 + 1.
+    s.push_pending(MS, &mut out);
+    assert_eq!(skb_sizes(&out), vec![2, 1, 2, 2, 1]);
+    // The connection asked whether there is room and what the subflow holds.
+    assert!(s.mptcp_memory_free());
+    assert_eq!(
+        s.mptcp_wmem_queued(),
+        8_000 + 5 * 832,
+        "five skbs, each with its overhead"
+    );
+}

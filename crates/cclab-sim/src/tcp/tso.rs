@@ -48,6 +48,20 @@ impl Sender {
         ((bytes / mss as u64) as u32).max(2)
     }
 
+    /// Segments of the next GSO skb: [`Sender::tso_segs`], at most the segments left in the
+    /// write queue's head skb (`tcp_write_xmit`: `tcp_mss_split_point` caps the split at the
+    /// skb's length, so an skb of the write queue is never merged with the next one here).
+    pub(crate) fn gso_segs_now(&self) -> u32 {
+        let segs = self.tso_segs();
+        match self.send_head_len() {
+            Some(head) if self.sndbuf.is_some() => {
+                let mss = u64::from(self.tp.mss_cache).max(1);
+                segs.min(head.div_ceil(mss).max(1) as u32)
+            }
+            _ => segs,
+        }
+    }
+
     /// The length of the skb at the head of the write queue, bytes: `tcp_sendmsg` fills skbs
     /// up to `size_goal` (`tcp_xmit_size_goal`: `sk_gso_max_size` bounded to half the largest
     /// window the peer offered, `tcp_bound_to_half_wnd`, in whole segments); the application

@@ -5,8 +5,11 @@
 use super::World;
 use crate::cc::{CaState, SubflowView};
 use crate::config::MAX_SUBFLOWS;
-use crate::mptcp::sched::{get_available_subflow, temp_unavailable, Candidate};
-use crate::mptcp::{Connection, MAX_CHUNK_BYTES};
+use crate::mptcp::sched::{
+    avg_pacing_after, get_available_subflow, linux_pick, temp_unavailable, Candidate,
+    LingerCandidate,
+};
+use crate::mptcp::{Connection, MptcpStack, MAX_CHUNK_BYTES, SEND_BURST_BYTES};
 use crate::tcp::segment::AckSeg;
 use crate::{FlowStats, SubflowStats};
 
@@ -89,7 +92,14 @@ impl World {
         self.mptcp_views(c, k);
         self.drive_sender(t, f, |s, buf| s.on_timer(t, buf));
         let s = &self.flows[f as usize].sender;
-        let (rtos, una, nxt) = (s.stats.rto_count, s.tp.snd_una, s.tp.snd_nxt);
+        // Upstream's subflow also holds data it never sent: all of it goes again on the others
+        // (a simplification of `__mptcp_retrans`, which resends the connection's oldest
+        // unacknowledged data whatever subflow holds it, an RTO of the connection at a time).
+        let end = match self.conns[c].stack {
+            MptcpStack::Linux => s.write_seq,
+            MptcpStack::V09x => s.tp.snd_nxt,
+        };
+        let (rtos, una, nxt) = (s.stats.rto_count, s.tp.snd_una, end);
         let mut queued = 0;
         if rtos > self.conns[c].subflows[k].rtos_seen {
             // mptcp_sub_retransmit_timer: tcp_retransmit_timer, then mptcp_reinject_data.
@@ -117,13 +127,39 @@ impl World {
 
     /// Subflow slot `f`'s receiver took data or its timer fired, and `acks` are the ACKs it
     /// sends: read its newly in-order bytes into the data level, stamp the DATA_ACK on them.
-    pub(super) fn mptcp_delivered(&mut self, t: u64, f: u32, acks: &mut [AckSeg]) {
+    /// Upstream (`mptcp_stack = "linux"`): when that brings data to the application in order, it
+    /// reads it, and the read sends each subflow's waiting ACK (`mptcp_cleanup_rbuf`): this
+    /// subflow's joins `acks`, the others' leave here.
+    pub(super) fn mptcp_delivered(&mut self, t: u64, f: u32, acks: &mut Vec<AckSeg>) {
         let (c, k) = self.conn_of(f);
         let rcv_nxt = self.flows[f as usize].receiver.rcv_nxt;
         let conn = &mut self.conns[c];
+        let before = conn.rcv.rcv_nxt;
         conn.on_subflow_delivered(k, rcv_nxt, t);
+        let data_ack = conn.rcv.rcv_nxt;
+        if conn.stack == MptcpStack::Linux && data_ack > before {
+            let mut others = std::mem::take(&mut self.ack_buf_read);
+            for j in 0..self.conns[c].subflows.len() {
+                let slot = self.conns[c].subflows[j].slot;
+                if j == k {
+                    self.flows[slot as usize].receiver.cleanup_rbuf(t, acks);
+                    continue;
+                }
+                self.flows[slot as usize]
+                    .receiver
+                    .cleanup_rbuf(t, &mut others);
+                if !others.is_empty() {
+                    for a in others.iter_mut() {
+                        a.data_ack = data_ack;
+                    }
+                    self.send_acks(t, slot, &mut others);
+                    self.after_receiver(slot);
+                }
+            }
+            self.ack_buf_read = others;
+        }
         for a in acks.iter_mut() {
-            a.data_ack = conn.rcv.rcv_nxt;
+            a.data_ack = data_ack;
         }
     }
 
@@ -133,6 +169,9 @@ impl World {
     /// nothing (pacing, its interface queue, TSQ on its first skb) is passed over until the
     /// next event. O(subflows) per decision.
     pub(super) fn mptcp_push(&mut self, t: u64, c: usize) {
+        if self.conns[c].stack == MptcpStack::Linux {
+            return self.mptcp_push_linux(t, c);
+        }
         let n = self.conns[c].subflows.len();
         let mut skip = 0u32;
         let mut buf = std::mem::take(&mut self.data_buf);
@@ -183,6 +222,83 @@ impl World {
             conn.sent(k, sub_seq, data_seq, sent, reinject);
             if reinject {
                 conn.subflows[k].reinjected_pkts += u64::from(segs);
+            }
+        }
+        self.data_buf = buf;
+    }
+
+    /// Upstream's write path (`__mptcp_push_pending`, 6.18): while there is data (the reinject
+    /// queue first: we let upstream's scheduler place it too), the subflow with the shortest
+    /// linger time ([`linux_pick`]) takes a burst of up to `SEND_BURST_BYTES` (whole segments)
+    /// into its send buffer and pushes what it can send now; the rest waits there for its
+    /// ACKs, pacing or TSQ. It stops when that subflow's buffer is full (`mptcp_nospace`). The
+    /// application always has data to give (the connection's own send buffer is not modelled).
+    fn mptcp_push_linux(&mut self, t: u64, c: usize) {
+        let n = self.conns[c].subflows.len();
+        let mut buf = std::mem::take(&mut self.data_buf);
+        while let Some((data_seq, avail, _path_mask, reinject)) = self.conns[c].next_segment() {
+            let mss = self.flows[self.conns[c].subflows[0].slot as usize]
+                .sender
+                .cfg
+                .mss_bytes as u64;
+            let last = reinject || self.conns[c].data_nxt + avail >= self.conns[c].size_bytes;
+            let burst = SEND_BURST_BYTES.min(avail);
+            let burst = if last && burst == avail {
+                burst
+            } else {
+                burst / mss * mss
+            };
+            if burst == 0 {
+                break; // the connection's window: a segment must fit whole
+            }
+            for j in 0..n {
+                let sub = &mut self.conns[c].subflows[j];
+                if sub.avg_pacing_rate == 0 {
+                    let s = &self.flows[sub.slot as usize].sender;
+                    sub.avg_pacing_rate = sk_pacing_rate(s);
+                }
+            }
+            let mut wmem = [0u64; MAX_SUBFLOWS];
+            for (j, w) in wmem.iter_mut().enumerate().take(n) {
+                let slot = self.conns[c].subflows[j].slot as usize;
+                *w = self.flows[slot].sender.mptcp_wmem_queued();
+            }
+            let conn = &self.conns[c];
+            let cand = |j: usize| {
+                let sub = &conn.subflows[j];
+                LingerCandidate {
+                    usable: sub.joined && !sub.pf,
+                    wmem_queued_bytes: wmem[j],
+                    avg_pacing_rate: sub.avg_pacing_rate,
+                }
+            };
+            let Some(k) = linux_pick(n, cand) else {
+                break;
+            };
+            let slot = self.conns[c].subflows[k].slot;
+            if !self.flows[slot as usize].sender.mptcp_memory_free() {
+                for j in 0..n {
+                    let s = self.conns[c].subflows[j].slot as usize;
+                    self.flows[s].sender.mptcp_set_nospace();
+                }
+                break;
+            }
+            let s = &mut self.flows[slot as usize].sender;
+            let (pace, sub_seq) = (sk_pacing_rate(s), s.write_seq);
+            let taken = s.mptcp_take(burst);
+            if taken == 0 {
+                break;
+            }
+            let sub = &mut self.conns[c].subflows[k];
+            sub.avg_pacing_rate = avg_pacing_after(sub.avg_pacing_rate, wmem[k], pace, taken);
+            self.conns[c].sent(k, sub_seq, data_seq, taken, reinject);
+            self.set_device_room(t, slot);
+            let s = &mut self.flows[slot as usize].sender;
+            s.push_pending(t, &mut buf);
+            self.send_data(t, slot, &mut buf);
+            if reinject {
+                // Counted when taken: it may leave later, behind what the subflow held.
+                self.conns[c].subflows[k].reinjected_pkts += taken.div_ceil(mss);
             }
         }
         self.data_buf = buf;
@@ -244,6 +360,16 @@ impl World {
             subflows: Some(subflows),
             ..super::summed_flow_stats(&c.name, &slots)
         }
+    }
+}
+
+/// `sk_pacing_rate` as upstream's scheduler reads it, 0 if unknown. On the kernel a subflow has
+/// one once established (the SYN-ACK's `tcp_ack` ends in `tcp_update_pacing_rate`); our
+/// handshake sets only srtt, so until the first ACK the rate is the one that call would give.
+fn sk_pacing_rate(s: &crate::tcp::sender::Sender) -> u64 {
+    match s.tp.pacing_rate_bytes_per_s {
+        0 if s.tp.srtt_us != 0 => s.pacing_rate_now(),
+        r => r,
     }
 }
 
