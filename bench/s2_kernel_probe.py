@@ -82,7 +82,7 @@ def _ns(ns: str, *cmd: str) -> str:
 _SS_NUM = {k: re.compile(p) for k, p in {
     "cwnd": r"\bcwnd:(\d+)", "rtt_ms": r"\brtt:([\d.]+)/", "unacked": r"\bunacked:(\d+)",
     "wmem_alloc": r"skmem:\(r\d+,rb\d+,t(\d+),",
-    "wmem_queued": r",w(\d+),", "notsent": r"\bnotsent:(\d+)", "mss": r"\bmss:(\d+)",
+    "wmem_queued": r",w(\d+),", "sndbuf": r",tb(\d+),", "notsent": r"\bnotsent:(\d+)", "mss": r"\bmss:(\d+)",
     "min_rtt_ms": r"\bminrtt:([\d.]+)", "snd_wnd": r"\bsnd_wnd:(\d+)",
     "rwnd_limited_pct": r"\brwnd_limited:\d+ms\(([\d.]+)%\)", "busy_ms": r"\bbusy:(\d+)ms"}.items()}
 

@@ -589,7 +589,7 @@ impl World {
                     &slots,
                     legs.iter().map(|r| r.fwd_nodes.clone()).collect(),
                 ));
-                conns.last_mut().expect("pushed").stack = f.mptcp_stack;
+                conns.last_mut().expect("pushed").set_stack(f.mptcp_stack);
             }
         }
         let interval_ns = ms_to_ns(sc.sim.trace_interval_ms).max(1);

@@ -46,7 +46,10 @@
 //!   it can send it now (`__subflow_push_pending`), so each subflow holds data unsent and the
 //!   data reaches the receiver out of order across subflows; and the receiver's subflows share
 //!   the connection's window (`mptcp_set_rwin`), so their every-second-segment ACK waits for
-//!   the application's read (`mptcp_cleanup_rbuf`, `world::mptcp_glue`).
+//!   the application's read (`mptcp_cleanup_rbuf`, `world::mptcp_glue`). The application
+//!   writes into the connection's own send buffer, `tcp_wmem[0]` plus its subflows' (`[host]
+//!   sndbuf`; `__mptcp_sync_sndbuf`), as the poll()-driven writer of `tcp::sndbuf` does: it
+//!   stays about 2/3 full of data not yet DATA_ACKed.
 //!
 //! Not modelled: the handshakes themselves, DATA_FIN, checksums, fallback to TCP, backup
 //! subflows, v0.9x's receive-buffer optimisation (`mptcp_rcv_buf_optimization`: penalising
@@ -154,6 +157,9 @@ pub struct Connection {
     pub completion_ns: Option<u64>,
     /// Whose stack it follows.
     pub stack: MptcpStack,
+    /// Upstream: the bytes the application has written into the connection (its `sk_sndbuf`
+    /// bounds them, `World::mptcp_app_write`); v0.9x: all of them from the start.
+    pub written: u64,
 }
 
 impl Connection {
@@ -189,6 +195,7 @@ impl Connection {
             rcv: DataReceiver::default(),
             completion_ns: None,
             stack: MptcpStack::default(),
+            written: size_bytes,
         }
     }
 
@@ -211,8 +218,16 @@ impl Connection {
             return Some((r.start, r.end - r.start, r.path_mask, true));
         }
         let wnd_end = self.data_una.saturating_add(self.rwnd_bytes);
-        let avail = self.size_bytes.min(wnd_end).saturating_sub(self.data_nxt);
+        let avail = self.written.min(wnd_end).saturating_sub(self.data_nxt);
         (avail > 0).then_some((self.data_nxt, avail, 0, false))
+    }
+
+    /// Follow upstream's stack: the application writes as `World::mptcp_app_write` lets it.
+    pub fn set_stack(&mut self, stack: MptcpStack) {
+        self.stack = stack;
+        if stack == MptcpStack::Linux {
+            self.written = 0;
+        }
     }
 
     /// Subflow `k` sent `bytes` of the segment `next_segment` gave, from its subflow byte

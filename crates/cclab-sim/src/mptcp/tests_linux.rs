@@ -90,6 +90,25 @@ fn subflows_hold_unsent_data_and_acks_wait_for_the_application_s_read() {
 }
 
 #[test]
+fn the_application_keeps_the_connection_s_buffer_two_thirds_full() {
+    // The connection's sk_sndbuf is tcp_wmem[0] plus its subflows'; the poll()-driven writer
+    // keeps about 2/3 of it queued, so the subflows together hold about 2/3 of their buffers
+    // (each alone could take all of its own).
+    let p = [path(20_000_000, 40.0), path(20_000_000, 40.0)];
+    let mut sc = scenario(&p, vec![mptcp(2, linux(json!({})))], 10.0, 1);
+    sc.sim.trace = crate::config::TraceMode::Interval;
+    let out = go(&sc);
+    let f = &out.flows;
+    let (mut held, mut buf) = (0.0, 0.0);
+    for i in (0..f.len()).filter(|&i| f.t_s[i] >= 3.0) {
+        held += f.wmem_queued_bytes[i];
+        buf += f.sndbuf_bytes[i];
+    }
+    let share = held / buf;
+    assert!((0.55..0.8).contains(&share), "the subflows hold {share:.2} of their buffers");
+}
+
+#[test]
 fn the_same_seed_gives_the_same_run() {
     let mut p = [path(20_000_000, 40.0), path(10_000_000, 70.0)];
     p[0].loss = 0.005;

@@ -10,6 +10,7 @@ use crate::mptcp::sched::{
     LingerCandidate,
 };
 use crate::mptcp::{Connection, MptcpStack, MAX_CHUNK_BYTES, SEND_BURST_BYTES};
+use crate::tcp::sndbuf::APP_WRITE_BYTES;
 use crate::tcp::segment::AckSeg;
 use crate::{FlowStats, SubflowStats};
 
@@ -231,10 +232,11 @@ impl World {
     /// queue first: we let upstream's scheduler place it too), the subflow with the shortest
     /// linger time ([`linux_pick`]) takes a burst of up to `SEND_BURST_BYTES` (whole segments)
     /// into its send buffer and pushes what it can send now; the rest waits there for its
-    /// ACKs, pacing or TSQ. It stops when that subflow's buffer is full (`mptcp_nospace`). The
-    /// application always has data to give (the connection's own send buffer is not modelled).
+    /// ACKs, pacing or TSQ. It stops when that subflow's buffer is full (`mptcp_nospace`) or
+    /// the application has written nothing more ([`World::mptcp_app_write`] first).
     fn mptcp_push_linux(&mut self, t: u64, c: usize) {
         let n = self.conns[c].subflows.len();
+        self.mptcp_app_write(c);
         let mut buf = std::mem::take(&mut self.data_buf);
         while let Some((data_seq, avail, _path_mask, reinject)) = self.conns[c].next_segment() {
             let mss = self.flows[self.conns[c].subflows[0].slot as usize]
@@ -242,6 +244,8 @@ impl World {
                 .cfg
                 .mss_bytes as u64;
             let last = reinject || self.conns[c].data_nxt + avail >= self.conns[c].size_bytes;
+            // Whole segments, unless the data ends here; a part-segment the application wrote
+            // waits for its next write, as on a TCP socket (`tcp::sndbuf`).
             let burst = SEND_BURST_BYTES.min(avail);
             let burst = if last && burst == avail {
                 burst
@@ -302,6 +306,51 @@ impl World {
             }
         }
         self.data_buf = buf;
+    }
+
+    /// The application writes into upstream's connection `c` (`mptcp_sendmsg` behind the
+    /// poll()-driven writer of `tcp::sndbuf`, which is cclab's kernel traffic sender): the
+    /// connection's `sk_sndbuf` is `tcp_wmem[0]` plus its joined subflows' (`__mptcp_sync_sndbuf`,
+    /// 6.18; measured on the kernel backend: 3465 KB for subflows of 1193 + 1124 + 1143 KB),
+    /// its `sk_wmem_queued` the data written and not DATA_ACKed. While poll() finds it writable
+    /// (`sk_stream_is_writeable`: at most 2/3 queued) a write of 64 KiB copies what fits below
+    /// `sk_sndbuf`. A subflow without a send buffer (`[host] sndbuf = "unlimited"`) makes the
+    /// application write everything at once. The subflows' own buffers grow with their cwnd as
+    /// a blocked writer's would (measured: `sk_sndbuf` = 2 x cwnd x per_mss at every sample), so
+    /// each is marked as waiting for room (`SOCK_NOSPACE`).
+    fn mptcp_app_write(&mut self, c: usize) {
+        let conn = &self.conns[c];
+        if conn.written >= conn.size_bytes {
+            return;
+        }
+        let mut sndbuf = 0;
+        for sub in conn.subflows.iter().filter(|s| s.joined) {
+            let s = &mut self.flows[sub.slot as usize].sender;
+            s.mptcp_set_nospace();
+            match s.sndbuf_peek() {
+                Some((b, _)) => sndbuf += b,
+                None => sndbuf = u64::MAX,
+            }
+        }
+        let conn = &mut self.conns[c];
+        if sndbuf == u64::MAX {
+            conn.written = conn.size_bytes;
+            return;
+        }
+        let slot0 = conn.subflows[0].slot as usize;
+        let sndbuf = sndbuf + self.flows[slot0].sender.cfg.stack.tcp_wmem_bytes[0];
+        let conn = &mut self.conns[c];
+        while conn.written < conn.size_bytes {
+            let queued = conn.written - conn.data_una;
+            let writeable = sndbuf as i64 - queued as i64 >= (queued >> 1) as i64;
+            let copy = APP_WRITE_BYTES
+                .min(conn.size_bytes - conn.written)
+                .min(sndbuf.saturating_sub(queued));
+            if !writeable || copy == 0 {
+                break;
+            }
+            conn.written += copy;
+        }
     }
 
     /// After an event of connection `c`: reschedule every joined subflow's timer, drain its
