@@ -105,7 +105,10 @@ fn the_application_keeps_the_connection_s_buffer_two_thirds_full() {
         buf += f.sndbuf_bytes[i];
     }
     let share = held / buf;
-    assert!((0.55..0.8).contains(&share), "the subflows hold {share:.2} of their buffers");
+    assert!(
+        (0.55..0.8).contains(&share),
+        "the subflows hold {share:.2} of their buffers"
+    );
 }
 
 #[test]

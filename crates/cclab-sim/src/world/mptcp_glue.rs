@@ -10,8 +10,8 @@ use crate::mptcp::sched::{
     LingerCandidate,
 };
 use crate::mptcp::{Connection, MptcpStack, MAX_CHUNK_BYTES, SEND_BURST_BYTES};
-use crate::tcp::sndbuf::APP_WRITE_BYTES;
 use crate::tcp::segment::AckSeg;
+use crate::tcp::sndbuf::APP_WRITE_BYTES;
 use crate::{FlowStats, SubflowStats};
 
 /// A placeholder view (overwritten before use).
