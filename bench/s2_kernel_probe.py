@@ -108,18 +108,20 @@ def ss_sample(ns: str) -> list[dict]:
     return rows
 
 
-def msk_sample(ns: str) -> list[dict]:
-    """The receiver's Multipath TCP sockets: per application, the bytes its connection holds
-    unread (skmem r: the msk's sk_rmem_alloc) and its receive buffer (rb)."""
+def msk_sample(ns: str, sender: bool = False) -> list[dict]:
+    """The Multipath TCP sockets of the receiver's namespace (or the sender's): per application,
+    skmem's r (the bytes its connection holds unread: the msk's sk_rmem_alloc), rb (its receive
+    buffer), tb (sk_sndbuf) and w (sk_wmem_queued)."""
     rows = []
     for line in _ns(ns, "ss", "-MmniOH", "state", "established").splitlines():
         parts = line.split()
-        m = re.search(r"skmem:\(r(\d+),rb(\d+),", line)
-        if len(parts) < 4 or not m:
+        m = re.search(r"skmem:\(r(\d+),rb(\d+),t\d+,tb(\d+),f\d+,w(\d+),", line)
+        if len(parts) < 5 or not m:
             continue
-        port = int(parts[2].rsplit(":", 1)[1])
+        port = int(parts[3 if sender else 2].rsplit(":", 1)[1])
         if _BASE_PORT <= port < _BASE_PORT + 16:
-            rows.append({"app": port - _BASE_PORT + 1, "rmem": int(m.group(1)), "rcvbuf": int(m.group(2))})
+            rows.append({"app": port - _BASE_PORT + 1, **dict(zip(("rmem", "rcvbuf", "sndbuf", "wmem_queued"),
+                                                                 map(int, m.groups())))})
     return rows
 
 

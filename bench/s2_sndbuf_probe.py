@@ -16,30 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
-from s2_kernel_probe import _find_ns, _ns, ss_sample  # bench/
-
-_BASE_PORT = 5201
-
-
-def msk_send_sample(ns: str) -> list[dict]:
-    """The sender's Multipath TCP sockets: per application, the msk's sk_sndbuf and sk_wmem_queued."""
-    rows = []
-    for line in _ns(ns, "ss", "-MmniOH", "state", "established").splitlines():
-        parts = line.split()
-        m = re.search(r"skmem:\(r\d+,rb\d+,t\d+,tb(\d+),f\d+,w(\d+),", line)
-        if len(parts) < 5 or not m:
-            continue
-        port = int(parts[3].rsplit(":", 1)[1])
-        if _BASE_PORT <= port < _BASE_PORT + 16:
-            rows.append({"app": port - _BASE_PORT + 1, "sndbuf": int(m.group(1)), "wmem_queued": int(m.group(2))})
-    return rows
-
+from s2_kernel_probe import _find_ns, msk_sample, ss_sample  # bench/
 
 def sample(a: argparse.Namespace, out: dict) -> None:
     ns = _find_ns("snd", 60)
@@ -55,7 +37,7 @@ def sample(a: argparse.Namespace, out: dict) -> None:
             if t > a.until_s:
                 break
             sub += [{**r, "t": t} for r in rows]
-            msk += [{**r, "t": t} for r in msk_send_sample(ns)]
+            msk += [{**r, "t": t} for r in msk_sample(ns, sender=True)]
         time.sleep(a.every_ms / 1000)
     out["subflows"], out["msk"] = sub, msk
 

@@ -289,13 +289,22 @@ fn subflows_join_after_the_first_is_established_and_are_traced_apart() {
 
 #[test]
 fn the_same_seed_gives_the_same_run() {
+    for stack in ["v0.9x", "linux"] {
+        same_seed_same_run(stack);
+    }
+}
+
+fn same_seed_same_run(stack: &str) {
     let mut p = [path(20_000_000, 40.0), path(10_000_000, 70.0)];
     p[0].loss = 0.005;
     let sc = scenario(
         &p,
         vec![
-            mptcp(2, json!({})),
-            mptcp(2, json!({"name": "mp2", "start_s": 0.5, "cc": "reno"})),
+            mptcp(2, json!({"mptcp_stack": stack})),
+            mptcp(
+                2,
+                json!({"name": "mp2", "start_s": 0.5, "cc": "reno", "mptcp_stack": stack}),
+            ),
         ],
         8.0,
         7,
