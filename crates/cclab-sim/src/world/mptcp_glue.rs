@@ -314,32 +314,32 @@ impl World {
     /// 6.18; measured on the kernel backend: 3465 KB for subflows of 1193 + 1124 + 1143 KB),
     /// its `sk_wmem_queued` the data written and not DATA_ACKed. While poll() finds it writable
     /// (`sk_stream_is_writeable`: at most 2/3 queued) a write of 64 KiB copies what fits below
-    /// `sk_sndbuf`. A subflow without a send buffer (`[host] sndbuf = "unlimited"`) makes the
-    /// application write everything at once. The subflows' own buffers grow with their cwnd as
-    /// a blocked writer's would (measured: `sk_sndbuf` = 2 x cwnd x per_mss at every sample), so
-    /// each is marked as waiting for room (`SOCK_NOSPACE`).
+    /// `sk_sndbuf` (the poll() rule whatever the flow's `writer` says). A subflow without a send
+    /// buffer (`[host] sndbuf = "unlimited"`) makes the application write everything at once.
+    /// The subflows' own buffers grow with their cwnd as a blocked writer's would (measured:
+    /// `sk_sndbuf` = 2 x cwnd x per_mss at every sample), so each is marked as waiting for room
+    /// (`SOCK_NOSPACE`).
     fn mptcp_app_write(&mut self, c: usize) {
         let conn = &self.conns[c];
         if conn.written >= conn.size_bytes {
             return;
         }
-        let mut sndbuf = 0;
+        let slot0 = conn.subflows[0].slot as usize;
+        let mut sndbuf = self.flows[slot0].sender.cfg.stack.tcp_wmem_bytes[0];
+        let mut unlimited = false;
         for sub in conn.subflows.iter().filter(|s| s.joined) {
             let s = &mut self.flows[sub.slot as usize].sender;
             s.mptcp_set_nospace();
             match s.sndbuf_peek() {
                 Some((b, _)) => sndbuf += b,
-                None => sndbuf = u64::MAX,
+                None => unlimited = true,
             }
         }
         let conn = &mut self.conns[c];
-        if sndbuf == u64::MAX {
+        if unlimited {
             conn.written = conn.size_bytes;
             return;
         }
-        let slot0 = conn.subflows[0].slot as usize;
-        let sndbuf = sndbuf + self.flows[slot0].sender.cfg.stack.tcp_wmem_bytes[0];
-        let conn = &mut self.conns[c];
         while conn.written < conn.size_bytes {
             let queued = conn.written - conn.data_una;
             let writeable = sndbuf as i64 - queued as i64 >= (queued >> 1) as i64;
