@@ -75,16 +75,21 @@ def test_one_flow_behind_a_5mbit_nic_matches_the_simulator():
     median lands on depends on the timer phase: it was 7456 when the data started at 0, and is
     8904 since the handshake starts it at 50 ms (as it was before the handshake with
     start_s = 0.05). So the kernel's level is compared with the simulator's lower one, and the
-    simulator's time at it is bounded from below."""
+    simulator's time at it is bounded from below. Levels held in under a tenth of the samples
+    are left out: a GSO skb never spans two write-queue skbs (45 segments each), so every 45th
+    segment leaves as a one-segment skb and the simulator shows other levels now and then (2 %
+    of the samples at 5176 and 6 % at 9736 bytes)."""
     sc = load_scenario(_nic("5Mbps", 1))
     k, s = run_kernel(sc), cclab.simulate(sc)
     gk, gs = k.summary["flows"][0]["goodput_bps"], s.summary["flows"][0]["goodput_bps"]
     assert gk == pytest.approx(gs, rel=0.05)
     late = lambda r: r.flows[r.flows["t_s"] > 2]["below_tcp_bytes"].dropna()  # noqa: E731
     levels = late(s).value_counts()
-    low = float(levels.index.min())
+    levels = levels[levels >= 0.1 * levels.sum()]
+    low_key = levels.index.min()
+    low = float(low_key)
     assert float(np.nanmedian(late(k))) == pytest.approx(low, rel=0.10)
-    assert levels[levels.index.min()] >= 0.4 * len(late(s)), levels.head()
+    assert levels[low_key] >= 0.4 * len(late(s)), levels.head()
     assert _device(k)["tx_bytes"] == pytest.approx(_device(s)["tx_bytes"], rel=0.05)
     assert _device(k)["dropped_queue_full_pkts"] == _device(s)["dropped_queue_full_pkts"] == 0
 
