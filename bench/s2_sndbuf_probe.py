@@ -8,7 +8,7 @@ per connection (`ss -Mmni`) the msk's sk_sndbuf and sk_wmem_queued.
         --duration 4 --out out/s2-sndbuf.json
 
 Prints, per application and subflow, those figures at 0.1 s steps over the first `--until-s`
-seconds, and the simulator's (`mptcp_stack = "linux"`) beside them. Root only.
+seconds (the simulator's are its flows trace: `sndbuf_bytes`, `wmem_queued_bytes`). Root only.
 """
 
 from __future__ import annotations
@@ -42,7 +42,12 @@ def sample(a: argparse.Namespace, out: dict) -> None:
     out["subflows"], out["msk"] = sub, msk
 
 
+#: Fields printed in KB (the others are counts).
+_KB = {"sndbuf", "wmem_queued", "notsent"}
+
+
 def table(rows: list[dict], key: tuple, fields: tuple, until_s: float) -> None:
+    """Per ``key``, the latest sample's ``fields`` at each 0.1 s step up to ``until_s``."""
     for k in sorted({tuple(r[x] for x in key) for r in rows}):
         rs = [r for r in rows if tuple(r[x] for x in key) == k]
         line = []
@@ -50,7 +55,7 @@ def table(rows: list[dict], key: tuple, fields: tuple, until_s: float) -> None:
             before = [r for r in rs if r["t"] <= t]
             if before:
                 r = before[-1]
-                line.append(f"{t:.1f}:" + "/".join(f"{r[f] / (1000 if 'b' in f[:1] or f in ('sndbuf', 'wmem_queued', 'notsent') else 1):.0f}" for f in fields))
+                line.append(f"{t:.1f}:" + "/".join(f"{r[f] / (1000 if f in _KB else 1):.0f}" for f in fields))
         print(k, " ".join(line))
 
 

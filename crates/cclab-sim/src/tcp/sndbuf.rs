@@ -69,6 +69,13 @@ const TCP_INIT_CWND: u64 = 10;
 /// (net/core/sock.c `sk_dst_gso_max_size`).
 pub(crate) const GSO_MAX_SIZE_BYTES: u64 = 65536 - (MAX_TCP_HEADER_BYTES + 1);
 
+/// `sk_stream_is_writeable` (`sk_stream_wspace >= sk_stream_min_wspace`): the free space of a
+/// `sndbuf_bytes` buffer holding `queued_bytes` is at least half what it holds (at most 2/3
+/// full). A TCP socket's and a Multipath TCP connection's alike.
+pub(crate) fn stream_is_writeable(sndbuf_bytes: u64, queued_bytes: u64) -> bool {
+    sndbuf_bytes as i64 - queued_bytes as i64 >= (queued_bytes >> 1) as i64
+}
+
 /// One socket's send buffer.
 #[derive(Debug, Clone)]
 pub struct SendBuffer {
@@ -130,9 +137,9 @@ impl SendBuffer {
         write_seq.saturating_sub(snd_una) + SKB_TRUESIZE_OVERHEAD_BYTES * skbs
     }
 
-    /// `sk_stream_is_writeable`: the free space is at least half what is queued.
+    /// `sk_stream_is_writeable` for this buffer.
     fn writeable(&self, queued: u64) -> bool {
-        self.sndbuf_bytes as i64 - queued as i64 >= (queued >> 1) as i64
+        stream_is_writeable(self.sndbuf_bytes, queued)
     }
 
     /// `tcp_sndbuf_expand` at this cwnd and reordering.

@@ -53,12 +53,13 @@ impl Sender {
     /// skb's length, so an skb of the write queue is never merged with the next one here).
     pub(crate) fn gso_segs_now(&self) -> u32 {
         let segs = self.tso_segs();
+        // Without a send buffer there are no write-queue skbs to stop at.
         match self.send_head_len() {
-            Some(head) if self.sndbuf.is_some() => {
+            Some(head) => {
                 let mss = u64::from(self.tp.mss_cache).max(1);
                 segs.min(head.div_ceil(mss).max(1) as u32)
             }
-            _ => segs,
+            None => segs,
         }
     }
 

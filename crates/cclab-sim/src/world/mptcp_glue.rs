@@ -11,7 +11,7 @@ use crate::mptcp::sched::{
 };
 use crate::mptcp::{Connection, MptcpStack, MAX_CHUNK_BYTES, SEND_BURST_BYTES};
 use crate::tcp::segment::AckSeg;
-use crate::tcp::sndbuf::APP_WRITE_BYTES;
+use crate::tcp::sndbuf::{stream_is_writeable, APP_WRITE_BYTES};
 use crate::{FlowStats, SubflowStats};
 
 /// A placeholder view (overwritten before use).
@@ -342,7 +342,7 @@ impl World {
         }
         while conn.written < conn.size_bytes {
             let queued = conn.written - conn.data_una;
-            let writeable = sndbuf as i64 - queued as i64 >= (queued >> 1) as i64;
+            let writeable = stream_is_writeable(sndbuf, queued);
             let copy = APP_WRITE_BYTES
                 .min(conn.size_bytes - conn.written)
                 .min(sndbuf.saturating_sub(queued));
