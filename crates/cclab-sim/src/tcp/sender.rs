@@ -673,8 +673,9 @@ impl Sender {
                     break;
                 }
             }
-            // The skb about to start: tcp_tso_autosize's segments, at most what is left of the
-            // write queue's head skb (`tcp_mss_split_point`, `tso_fragment`).
+            // The skb about to start: tcp_tso_autosize's segments within cwnd_quota, at most
+            // what the write queue's head skb holds after `tcp_grow_skb` (`tcp_mss_split_point`,
+            // `tso_fragment`).
             let new_skb_segs = if skb.is_none() {
                 self.gso_segs_now()
             } else {
@@ -689,6 +690,7 @@ impl Sender {
             }
             if skb.is_none() {
                 self.sndbuf_skb_sent(seq);
+                self.sndbuf_grow_head(seq, self.gso_quota_segs());
             }
             self.rtx.push(Skb {
                 seq,

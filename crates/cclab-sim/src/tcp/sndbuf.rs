@@ -95,6 +95,10 @@ pub struct SendBuffer {
     skbs: VecDeque<(u64, u64)>,
     /// The next write starts a new skb: the tail carries another Multipath TCP mapping.
     tail_closed: bool,
+    /// Each skb carries a Multipath TCP mapping of its own (upstream's stack): two skbs of
+    /// different mappings never collapse (`tcp_skb_can_collapse`, `mptcp_skb_can_collapse`),
+    /// so `tcp_grow_skb` never joins them.
+    mapped: bool,
 }
 
 impl SendBuffer {
@@ -114,6 +118,7 @@ impl SendBuffer {
             wake: false,
             skbs: VecDeque::new(),
             tail_closed: false,
+            mapped: false,
         }
     }
 
@@ -151,6 +156,45 @@ impl SendBuffer {
         if self.sndbuf_bytes < sndmem {
             self.sndbuf_bytes = sndmem.min(self.wmem_max_bytes);
         }
+    }
+
+    /// `tcp_grow_skb` (net/ipv4/tcp_output.c, 6.10+): the write queue's head skb, starting at
+    /// `seq`, shorter than `want` bytes takes payload from the skb after it (one skb, as
+    /// `skb_shift` moves it), up to `want`; an emptied skb is freed (`tcp_eat_one_skb`).
+    fn grow_head(&mut self, seq: u64, want: u64) {
+        if self.mapped {
+            return;
+        }
+        let Some(i) = self.skbs.iter().rposition(|&(start, _)| start == seq) else {
+            return;
+        };
+        let (start, end) = self.skbs[i];
+        let Some(&(_, next_end)) = self.skbs.get(i + 1) else {
+            return; // tcp_skb_is_last
+        };
+        let nlen = want.saturating_sub(end - start).min(next_end - end);
+        if nlen == 0 {
+            return;
+        }
+        self.skbs[i].1 = end + nlen;
+        if end + nlen == next_end {
+            self.skbs.remove(i + 1);
+        } else {
+            self.skbs[i + 1].0 = end + nlen;
+        }
+    }
+
+    /// Bytes of the write queue's head skb (from `nxt`) once `tcp_grow_skb` has filled it up to
+    /// `want` bytes from the skb after it (unless their mappings differ).
+    fn head_after_grow(&self, nxt: u64, want: u64) -> Option<u64> {
+        let mut it = self.skbs.iter().skip_while(|&&(_, end)| end <= nxt);
+        let &(start, end) = it.next()?;
+        let head = end - start.max(nxt);
+        let next = match it.next() {
+            Some(&(s, e)) if !self.mapped => e - s,
+            _ => 0,
+        };
+        Some(head + want.saturating_sub(head).min(next))
     }
 
     /// Make `seq` an skb boundary (`tso_fragment`: the part sent and the rest of the write
@@ -214,6 +258,15 @@ impl Sender {
     pub(crate) fn sndbuf_skb_sent(&mut self, seq: u64) {
         if let Some(b) = self.sndbuf.as_mut() {
             b.split_at(seq);
+        }
+    }
+
+    /// `tcp_write_xmit` before it sends the head skb (at `seq`): `tcp_grow_skb` fills it up to
+    /// `quota_segs` segments (`tcp_cwnd_test` bounded by `tcp_tso_segs`) from the next skb.
+    pub(crate) fn sndbuf_grow_head(&mut self, seq: u64, quota_segs: u32) {
+        let want = u64::from(quota_segs) * u64::from(self.tp.mss_cache);
+        if let Some(b) = self.sndbuf.as_mut() {
+            b.grow_head(seq, want);
         }
     }
 
@@ -300,6 +353,7 @@ impl Sender {
             // (`mptcp_skb_can_collapse_to` refuses a tail whose mapping it does not extend, and
             // the bursts a subflow gets are not contiguous in the data sequence).
             b.tail_closed = true;
+            b.mapped = true;
             self.cfg.size_bytes = self.write_seq + len;
             self.sendmsg(len)
         } else {
@@ -337,16 +391,11 @@ impl Sender {
         }
     }
 
-    /// Bytes of the skb at the head of the write queue (`tcp_send_head`).
+    /// Bytes of the skb at the head of the write queue (`tcp_send_head`) once `tcp_grow_skb`
+    /// has filled it up to `cwnd_quota` segments ([`Sender::gso_quota_segs`]).
     pub(crate) fn send_head_len(&self) -> Option<u64> {
-        let b = self.sndbuf.as_ref()?;
-        let nxt = self.tp.snd_nxt;
-        b.skbs
-            .iter()
-            .rev()
-            .take_while(|&&(_, end)| end > nxt)
-            .last()
-            .map(|&(start, end)| end - start.max(nxt))
+        let want = u64::from(self.gso_quota_segs()) * u64::from(self.tp.mss_cache);
+        self.sndbuf.as_ref()?.head_after_grow(self.tp.snd_nxt, want)
     }
 
     /// `sk_sndbuf` and `sk_wmem_queued`, bytes, without freeing anything (the trace); None

@@ -108,7 +108,51 @@ fn skb_sizes(out: &[crate::tcp::segment::DataSeg]) -> Vec<u32> {
 }
 
 #[test]
-fn a_gso_skb_never_spans_two_skbs_of_the_write_queue() {
+fn a_tcp_socket_grows_its_head_skb_from_the_next_write() {
+    // A plain TCP socket: each write of 64 KiB fills skbs of size_goal (65 segments), which
+    // tcp_write_xmit sends as GSO skbs of cwnd_quota. When the head skb holds less than that,
+    // tcp_grow_skb (6.10+) moves payload from the next skb into it, so a GSO skb may span two
+    // writes: here the one from seq 61000 takes 9 segments across the first write's end (65000).
+    let (mut s, _) = started("reno", LINUX_TCP_WMEM_BYTES);
+    let mut t = 0;
+    let mut segs = Vec::new();
+    while s.tp.snd_nxt < 100_000 {
+        t += 10 * MS;
+        // Three segments left unacknowledged each time.
+        let a = ack(s.tp.snd_nxt / 1000 - 3, &[], 1);
+        segs.extend(on_ack(&mut s, t, a));
+    }
+    let at = |seq: u64| segs.iter().find(|d| d.seq == seq).expect("sent");
+    assert!(!at(61_000).skb_follows, "seq 61000 starts an skb");
+    assert!(
+        (62..=69).all(|k| at(k * 1000).skb_follows),
+        "that skb runs to seq 70000, across the first write's end"
+    );
+    assert!(!at(70_000).skb_follows);
+}
+
+#[test]
+fn a_gso_skb_is_at_most_half_of_cwnd() {
+    // tcp_cwnd_test: cwnd_quota = min(max(cwnd / 2, 1), cwnd - in_flight), "at least 2 GSO
+    // packets in flight", whatever tcp_tso_autosize would give.
+    let (mut s, _) = started("reno", LINUX_TCP_WMEM_BYTES);
+    s.tp.pacing_rate_bytes_per_s = 1 << 30; // tcp_tso_autosize: 64 KB, 65 segments
+    assert_eq!(s.tso_segs(), 65);
+    s.tp.snd_cwnd = 30;
+    assert_eq!(s.tp.packets_in_flight(), 10);
+    assert_eq!(s.gso_quota_segs(), 15, "half of cwnd 30");
+    s.tp.snd_cwnd = 16;
+    assert_eq!(s.gso_quota_segs(), 6, "what cwnd leaves");
+    s.tp.snd_cwnd = 3;
+    assert_eq!(
+        s.gso_quota_segs(),
+        1,
+        "a loss probe beyond cwnd: one segment"
+    );
+}
+
+#[test]
+fn a_gso_skb_never_spans_two_multipath_tcp_mappings() {
     // An upstream Multipath TCP subflow (mptcp_stack = "linux"): its own application writes
     // nothing; the connection hands it bursts, each a mapping and so an skb of its own.
     let mut s = Setup {
@@ -123,8 +167,9 @@ fn a_gso_skb_never_spans_two_skbs_of_the_write_queue() {
     assert_eq!(s.mptcp_take(3 * MSS as u64), 3_000);
     assert_eq!(s.mptcp_take(5 * MSS as u64), 5_000);
     // tcp_tso_autosize gives 2 segments here (2 x 10 x 1000 B / 10 ms >> 10, at least 2):
-    // tcp_write_xmit splits each write-queue skb (tso_fragment) but never joins two, so the
-    // 3-segment burst leaves as 2 + 1 and the 5-segment one as 2 + 2 + 1.
+    // tcp_write_xmit splits each write-queue skb (tso_fragment), and tcp_grow_skb does not join
+    // two of different mappings (mptcp_skb_can_collapse), so the 3-segment burst leaves as
+    // 2 + 1 and the 5-segment one as 2 + 2 + 1.
     s.push_pending(MS, &mut out);
     assert_eq!(skb_sizes(&out), vec![2, 1, 2, 2, 1]);
     // The connection asked whether there is room and what the subflow holds.

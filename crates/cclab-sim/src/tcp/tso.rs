@@ -48,11 +48,13 @@ impl Sender {
         ((bytes / mss as u64) as u32).max(2)
     }
 
-    /// Segments of the next GSO skb: [`Sender::tso_segs`], at most the segments left in the
-    /// write queue's head skb (`tcp_write_xmit`: `tcp_mss_split_point` caps the split at the
-    /// skb's length, so an skb of the write queue is never merged with the next one here).
+    /// Segments of the next GSO skb (`tcp_write_xmit`): `cwnd_quota`, which is `tcp_cwnd_test`
+    /// (at most half of cwnd, "at least 2 GSO packets in flight", and what cwnd leaves) bounded
+    /// by [`Sender::tso_segs`], and at most what the write queue's head skb holds once
+    /// `tcp_grow_skb` has filled it from the next skb (`tcp_mss_split_point` caps the split at
+    /// the skb's length). Skbs of different Multipath TCP mappings are never joined.
     pub(crate) fn gso_segs_now(&self) -> u32 {
-        let segs = self.tso_segs();
+        let segs = self.gso_quota_segs();
         // Without a send buffer there are no write-queue skbs to stop at.
         match self.send_head_len() {
             Some(head) => {
@@ -61,6 +63,17 @@ impl Sender {
             }
             None => segs,
         }
+    }
+
+    /// `cwnd_quota` of `tcp_write_xmit`: `tcp_cwnd_test` (min(max(cwnd / 2, 1), cwnd -
+    /// in_flight); 1 for a loss probe sent beyond cwnd) bounded by `tcp_tso_segs`.
+    pub(crate) fn gso_quota_segs(&self) -> u32 {
+        let cwnd = self.tp.snd_cwnd;
+        let quota = (cwnd >> 1)
+            .max(1)
+            .min(cwnd.saturating_sub(self.tp.packets_in_flight()))
+            .max(1);
+        self.tso_segs().min(quota)
     }
 
     /// The length of the skb at the head of the write queue, bytes: `tcp_sendmsg` fills skbs
