@@ -24,6 +24,7 @@ only.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import re
@@ -66,6 +67,10 @@ def capture(devs: list[str], seconds: float, out: str) -> None:
                 try:
                     data, anc, _, addr = s.recvmsg(96, 64, socket.MSG_DONTWAIT)
                 except BlockingIOError:
+                    break
+                except OSError as e:  # ENETDOWN: the device is not up yet, or going away
+                    if e.errno != errno.ENETDOWN:
+                        raise
                     break
                 seg = tcp_segment(data, anc)
                 if seg is None:

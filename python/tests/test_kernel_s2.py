@@ -7,8 +7,9 @@ What agrees and what cannot (docs/studies.md, S2 on the kernel): the interfaces'
 (measured at 30 s: kernel 142.1, 142.2, 141.1 Mbit/s, the simulator 142.9). The split between
 the applications does not, and cannot be asked to: with no loss every subflow's cwnd stops where
 HyStart or TSQ stopped it in its first second and the interface FIFO shares the line rate in
-proportion to the bytes each socket keeps below TCP, so the split is locked in by sub-RTT timing.
-The kernel does not reproduce its own split (three identical runs: app1 50.7, 89.4, 80.3 Mbit/s),
+proportion to the bytes each socket keeps below TCP, so the split is locked in by the first
+second: where HyStart stops each subflow, which the receiver's quick ACKs while its window opens
+(`tcp_grow_window`; not in the simulator) largely decide. The kernel does not reproduce its own split (three identical runs: app1 50.7, 89.4, 80.3 Mbit/s),
 so the test checks the total and that every application has a part."""
 
 from __future__ import annotations

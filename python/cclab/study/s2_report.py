@@ -84,9 +84,11 @@ def _kernel_section(res: Any) -> list[str]:
               "below TCP: app 1's subflow sends one 64 KB burst a turn (an skb per mapping, cut into GSO skbs that "
               "never span two), the others two small skbs. With HyStart off that is the whole story, and the "
               "simulator gives the kernel's common split (measured: within 10 % on the means of ten 30 s runs; "
-              "some kernel runs give a later application more). With HyStart on the split is where HyStart stopped "
-              "each subflow, set by sub-RTT timing: the kernel's runs differ from each other and the simulator, "
-              "which has no timing noise, does not give the kernel's means (docs/studies.md, S2).</p>",
+              "some kernel runs give a later application more). With HyStart on the split is set in each subflow's "
+              "first second: the kernel's receiver acknowledges every segment at once while receive-buffer "
+              "autotuning opens its window (tcp_grow_window's quick ACKs), which the simulator, with a fixed "
+              "window, does not model; quick-ACKing the first second in a temporary build moves it most of the "
+              "way to the kernel's means (docs/studies.md, S2, \"HyStart\").</p>",
               "<h3>Rows the kernel does not run</h3>",
               _table(pd.DataFrame(KERNEL_NOT_RUNNABLE, columns=["rows", "why not on the kernel"]))]
     return parts
