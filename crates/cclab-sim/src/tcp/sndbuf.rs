@@ -187,10 +187,14 @@ impl SendBuffer {
     /// Bytes of the write queue's head skb (from `nxt`) once `tcp_grow_skb` has filled it up to
     /// `want` bytes from the skb after it (unless their mappings differ).
     fn head_after_grow(&self, nxt: u64, want: u64) -> Option<u64> {
-        let mut it = self.skbs.iter().skip_while(|&&(_, end)| end <= nxt);
-        let &(start, end) = it.next()?;
+        // The unsent skbs are at the back: walk back to the one holding nxt.
+        let i = self.skbs.iter().rposition(|&(start, _)| start <= nxt)?;
+        let (start, end) = self.skbs[i];
+        if end <= nxt {
+            return None;
+        }
         let head = end - start.max(nxt);
-        let next = match it.next() {
+        let next = match self.skbs.get(i + 1) {
             Some(&(s, e)) if !self.mapped => e - s,
             _ => 0,
         };
