@@ -604,6 +604,15 @@ mod tests {
         }
     }
 
+    /// The first 16 segments, one per µs; returns the ACKs they brought.
+    fn quick_acked(r: &mut Receiver) -> usize {
+        let mut out = Vec::new();
+        for i in 0..16 {
+            r.on_data(i * 1000, &seg(i), &mut out);
+        }
+        out.len()
+    }
+
     /// Linux 6.18 offers about 64 KB first (`tcp_select_initial_window`), so
     /// `tcp_incr_quickack` gives min(65000 / 2000, 16) = 16 quick ACKs at MSS 1000.
     #[test]
@@ -612,11 +621,11 @@ mod tests {
         assert_eq!(initial_rcv_wnd_bytes(1000), 65_000);
         let mut r = rcv(true);
         let mut out = Vec::new();
-        for i in 0..16 {
-            r.on_data(i * 1000, &seg(i), &mut out);
-        }
-        assert_eq!(out.len(), 16, "the first 16 segments are quick-acked");
-        out.clear();
+        assert_eq!(
+            quick_acked(&mut r),
+            16,
+            "the first 16 segments are quick-acked"
+        );
         for i in 16..26 {
             r.on_data(i * 1000 + 10_000, &seg(i), &mut out);
         }
@@ -633,11 +642,7 @@ mod tests {
             ..rcv(true).cfg
         });
         let mut out = Vec::new();
-        for i in 0..16 {
-            r.on_data(i * 1000, &seg(i), &mut out);
-        }
-        assert_eq!(out.len(), 16, "the quick ACKs are unchanged");
-        out.clear();
+        assert_eq!(quick_acked(&mut r), 16, "the quick ACKs are unchanged");
         for i in 16..40 {
             r.on_data(i * 1000 + 10_000, &seg(i), &mut out);
         }
@@ -653,11 +658,7 @@ mod tests {
         let mut r = rcv(true);
         r.read_driven_acks = true;
         let mut out = Vec::new();
-        for i in 0..16 {
-            r.on_data(i * 1000, &seg(i), &mut out);
-        }
-        assert_eq!(out.len(), 16, "quick ACKs as before");
-        out.clear();
+        assert_eq!(quick_acked(&mut r), 16, "quick ACKs as before");
         for i in 16..22 {
             r.on_data(i * 1000 + 10_000, &seg(i), &mut out);
         }

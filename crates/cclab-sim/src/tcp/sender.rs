@@ -673,13 +673,14 @@ impl Sender {
                     break;
                 }
             }
-            // The skb about to start: tcp_tso_autosize's segments within cwnd_quota, at most
-            // what the write queue's head skb holds after `tcp_grow_skb` (`tcp_mss_split_point`,
-            // `tso_fragment`).
-            let new_skb_segs = if skb.is_none() {
-                self.gso_segs_now()
+            // The skb about to start: cwnd_quota (tcp_tso_autosize's segments within what
+            // cwnd allows), at most what the write queue's head skb holds after `tcp_grow_skb`
+            // (`tcp_mss_split_point`, `tso_fragment`).
+            let (quota_segs, new_skb_segs) = if skb.is_none() {
+                let quota = self.gso_quota_segs();
+                (quota, self.gso_segs_now(quota))
             } else {
-                0
+                (0, 0)
             };
             if skb.is_none() && self.small_queue_check(len * u64::from(new_skb_segs), 0) {
                 break;
@@ -690,7 +691,7 @@ impl Sender {
             }
             if skb.is_none() {
                 self.sndbuf_skb_sent(seq);
-                self.sndbuf_grow_head(seq, self.gso_quota_segs());
+                self.sndbuf_grow_head(seq, quota_segs);
             }
             self.rtx.push(Skb {
                 seq,

@@ -368,13 +368,14 @@ impl Sender {
         copied
     }
 
-    /// `sk_stream_memory_free` for a subflow of an upstream connection: `sk_wmem_queued` below
-    /// `sk_sndbuf`. Without a send buffer: less than one burst unsent (a bound of ours).
-    pub fn mptcp_memory_free(&mut self) -> bool {
-        let (snd_una, snd_nxt, write_seq) = (self.tp.snd_una, self.tp.snd_nxt, self.write_seq);
-        match self.sndbuf.as_mut() {
-            Some(b) => b.wmem_queued(snd_una, write_seq) < b.sndbuf_bytes,
-            None => write_seq - snd_nxt < crate::mptcp::SEND_BURST_BYTES,
+    /// `sk_stream_memory_free` for a subflow of an upstream connection holding
+    /// `wmem_queued_bytes` ([`Sender::mptcp_wmem_queued`], which the connection's scheduler has
+    /// just read): `sk_wmem_queued` below `sk_sndbuf`. Without a send buffer: less than one
+    /// burst unsent (a bound of ours).
+    pub fn mptcp_memory_free(&self, wmem_queued_bytes: u64) -> bool {
+        match self.sndbuf.as_ref() {
+            Some(b) => wmem_queued_bytes < b.sndbuf_bytes,
+            None => self.write_seq - self.tp.snd_nxt < crate::mptcp::SEND_BURST_BYTES,
         }
     }
 
@@ -396,9 +397,9 @@ impl Sender {
     }
 
     /// Bytes of the skb at the head of the write queue (`tcp_send_head`) once `tcp_grow_skb`
-    /// has filled it up to `cwnd_quota` segments ([`Sender::gso_quota_segs`]).
-    pub(crate) fn send_head_len(&self) -> Option<u64> {
-        let want = u64::from(self.gso_quota_segs()) * u64::from(self.tp.mss_cache);
+    /// has filled it up to `quota_segs` (`cwnd_quota`, [`Sender::gso_quota_segs`]).
+    pub(crate) fn send_head_len(&self, quota_segs: u32) -> Option<u64> {
+        let want = u64::from(quota_segs) * u64::from(self.tp.mss_cache);
         self.sndbuf.as_ref()?.head_after_grow(self.tp.snd_nxt, want)
     }
 

@@ -53,15 +53,15 @@ impl Sender {
     /// by [`Sender::tso_segs`], and at most what the write queue's head skb holds once
     /// `tcp_grow_skb` has filled it from the next skb (`tcp_mss_split_point` caps the split at
     /// the skb's length). Skbs of different Multipath TCP mappings are never joined.
-    pub(crate) fn gso_segs_now(&self) -> u32 {
-        let segs = self.gso_quota_segs();
+    /// `quota_segs`: [`Sender::gso_quota_segs`], which the caller also hands `tcp_grow_skb`.
+    pub(crate) fn gso_segs_now(&self, quota_segs: u32) -> u32 {
         // Without a send buffer there are no write-queue skbs to stop at.
-        match self.send_head_len() {
+        match self.send_head_len(quota_segs) {
             Some(head) => {
                 let mss = u64::from(self.tp.mss_cache).max(1);
-                segs.min(head.div_ceil(mss).max(1) as u32)
+                quota_segs.min(head.div_ceil(mss).max(1) as u32)
             }
-            None => segs,
+            None => quota_segs,
         }
     }
 
@@ -82,7 +82,7 @@ impl Sender {
     /// has written everything it will send, so only the last skb is shorter.
     fn write_queue_head_len(&self) -> u64 {
         if self.sndbuf.is_some() {
-            return self.send_head_len().unwrap_or(0);
+            return self.send_head_len(self.gso_quota_segs()).unwrap_or(0);
         }
         self.size_goal()
             .min(self.cfg.size_bytes.saturating_sub(self.tp.snd_nxt))

@@ -164,6 +164,12 @@ impl World {
         }
     }
 
+    /// The MSS the connection `c` cuts its bursts and segments in: its first subflow's.
+    fn conn_mss(&self, c: usize) -> u64 {
+        let slot = self.conns[c].subflows[0].slot as usize;
+        u64::from(self.flows[slot].sender.cfg.mss_bytes)
+    }
+
     /// The connection's write path (v0.9x `mptcp_write_xmit`): while there is data (the
     /// reinject queue first) and the scheduler finds a subflow, give that subflow up to its
     /// cwnd quota (at most 64 KB), let it write, and map what it sent. A subflow that sends
@@ -174,13 +180,10 @@ impl World {
             return self.mptcp_push_linux(t, c);
         }
         let n = self.conns[c].subflows.len();
+        let mss = self.conn_mss(c);
         let mut skip = 0u32;
         let mut buf = std::mem::take(&mut self.data_buf);
         while let Some((data_seq, avail, path_mask, reinject)) = self.conns[c].next_segment() {
-            let mss = self.flows[self.conns[c].subflows[0].slot as usize]
-                .sender
-                .cfg
-                .mss_bytes as u64;
             let window_limited = !reinject
                 && avail < mss
                 && self.conns[c].size_bytes - self.conns[c].data_nxt > avail;
@@ -236,13 +239,10 @@ impl World {
     /// the application has written nothing more ([`World::mptcp_app_write`] first).
     fn mptcp_push_linux(&mut self, t: u64, c: usize) {
         let n = self.conns[c].subflows.len();
+        let mss = self.conn_mss(c);
         self.mptcp_app_write(c);
         let mut buf = std::mem::take(&mut self.data_buf);
         while let Some((data_seq, avail, _path_mask, reinject)) = self.conns[c].next_segment() {
-            let mss = self.flows[self.conns[c].subflows[0].slot as usize]
-                .sender
-                .cfg
-                .mss_bytes as u64;
             let last = reinject || self.conns[c].data_nxt + avail >= self.conns[c].size_bytes;
             // Whole segments, unless the data ends here; a part-segment the application wrote
             // waits for its next write, as on a TCP socket (`tcp::sndbuf`).
@@ -280,7 +280,7 @@ impl World {
                 break;
             };
             let slot = self.conns[c].subflows[k].slot;
-            if !self.flows[slot as usize].sender.mptcp_memory_free() {
+            if !self.flows[slot as usize].sender.mptcp_memory_free(wmem[k]) {
                 for j in 0..n {
                     let s = self.conns[c].subflows[j].slot as usize;
                     self.flows[s].sender.mptcp_set_nospace();
