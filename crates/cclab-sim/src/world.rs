@@ -500,16 +500,19 @@ impl World {
                     delayed_ack: f.delayed_ack,
                     ack_every_pkts: f.ack_every_pkts,
                     // A subflow's window is the connection's, applied at the data level.
+                    // A subflow's window is the connection's, applied at the data level.
                     rwnd_bytes: if f.rwnd_bytes == 0 || mptcp {
                         UNLIMITED_RWND_BYTES
                     } else {
                         f.rwnd_bytes
                     },
+                    autotune: f.rwnd_bytes == 0 || mptcp,
                     size_bytes: if mptcp { u64::MAX } else { size_bytes },
                     clock,
                     ecn,
                 });
                 receiver.read_driven_acks = upstream;
+                receiver.conn_driven = mptcp;
                 // Subflow 0 starts with the flow, established. Without the handshake as
                 // packets, subflow k >= 1 joins as the handshake would have it (`hs_arrive`):
                 // its MP_JOIN SYN k round trips of subflow 0 after the start
@@ -588,6 +591,7 @@ impl World {
                     },
                     &slots,
                     legs.iter().map(|r| r.fwd_nodes.clone()).collect(),
+                    crate::mptcp::recv::ConnRcvSpace::new(f.mss_bytes, f.timestamps),
                 ));
                 conns.last_mut().expect("pushed").set_stack(f.mptcp_stack);
             }
@@ -896,6 +900,7 @@ impl World {
                 self.send_acks(t, p.flow, &mut buf);
                 self.ack_buf = buf;
                 self.after_receiver(p.flow);
+                self.trace_rcvbuf_grow(t, fi);
             }
             Segment::Ack(a) if self.flows[fi].conn.is_some() => self.mptcp_on_ack(t, p.flow, &a),
             Segment::Handshake(h) => self.hs_arrive(t, p.flow, h),
@@ -1381,6 +1386,23 @@ impl World {
                 }
             }
             TraceMode::Interval => {}
+        }
+    }
+
+    /// The receive buffer's grow events since the last call, as `rcvbuf_grow` events (the
+    /// fields of the kernel's `tcp:tcp_rcvbuf_grow` tracepoint: the state before the change).
+    fn trace_rcvbuf_grow(&mut self, t: u64, fi: usize) {
+        if self.flows[fi].receiver.rb.events.is_empty() {
+            return;
+        }
+        let fl = &mut self.flows[fi];
+        let (id, k) = (fl.id as i32, fl.conn.map_or(0, |(_, k)| k));
+        for e in std::mem::take(&mut fl.receiver.rb.events) {
+            let detail = format!(
+                "subflow={k} rtt_us={} copied={} space={} rcvbuf={} rcv_ssthresh={} window_clamp={} rcv_wnd={} scaling_ratio={}",
+                e.rtt_us, e.copied, e.space, e.rcvbuf, e.rcv_ssthresh, e.window_clamp, e.rcv_wnd, e.scaling_ratio
+            );
+            self.events.push(t, id, "rcvbuf_grow", detail);
         }
     }
 

@@ -68,11 +68,18 @@ fn probe_bw_cycles_through_eight_gain_phases() {
     let f = &out.flows;
     // In PROBE_BW the pacing rate is gain x bw x 0.99 with bw ~ the payload rate.
     let unit = goodput_ceiling_bps() * 0.99;
+    let near = |x: f64, g: f64| (x - g).abs() < 0.04;
+    // Two whole cycles (8 min_rtt each, 1.6 s) from just before the first 5/4 phase after DRAIN,
+    // before the first PROBE_RTT (10 s).
+    let first_up = (0..f.len())
+        .find(|&i| f.t_s[i] > 3.0 && near(f.pacing_rate_bps[i] / unit, 1.25))
+        .map(|i| f.t_s[i])
+        .expect("a 5/4 phase");
+    assert!(first_up < 6.5, "PROBE_BW began at {first_up} s");
     let phases: Vec<(f64, f64)> = (0..f.len())
-        .filter(|&i| f.t_s[i] > 6.0 && f.t_s[i] < 9.8) // between DRAIN and the first PROBE_RTT
+        .filter(|&i| f.t_s[i] >= first_up - 0.05 && f.t_s[i] < first_up + 3.2)
         .map(|i| (f.t_s[i], f.pacing_rate_bps[i] / unit))
         .collect();
-    let near = |x: f64, g: f64| (x - g).abs() < 0.04;
     let frac = |g: f64| phases.iter().filter(|p| near(p.1, g)).count() as f64 / phases.len() as f64;
     let (up, down, cruise) = (frac(1.25), frac(0.75), frac(1.0));
     eprintln!("gain shares: 5/4 {up:.3}, 3/4 {down:.3}, 1 {cruise:.3}");

@@ -57,6 +57,8 @@ _BASE_PORT = 5201
 _OUT_OF_TREE_BBR = {"bbr2": "BBRv2", "bbr3": "BBRv3"}
 #: tcp_limit_output_bytes at its largest (an int sysctl): what tsq = "off" runs as.
 _TSQ_LIMIT_MAX = 2**31 - 1
+#: net.ipv4.tcp_rmem on every receiving host: Linux 6.18's defaults (crates/cclab-sim tcp/rcvbuf.rs).
+_TCP_RMEM = "4096 131072 33554432"
 
 
 def flow_deviations(d: dict[str, Any]) -> list[str]:
@@ -208,6 +210,9 @@ def run_kernel(scenario: Any, seed: int | None = None, **overrides: Any) -> RunR
                 knobs.setdefault(ns[host], {}).update(namespace_sysctls(f, kernel, sender=host == f["sender"]))
             if not f.get("dsack_undo", True):
                 knobs[ns[f["receiver"]]]["net/ipv4/tcp_dsack"] = "0"  # rto.py: the receiver sends no D-SACK
+            # The receive buffer's bounds the simulator's autotuning follows (tcp/rcvbuf.rs,
+            # TCP_RMEM_BYTES: 6.18's defaults); a namespace otherwise copies the host's.
+            knobs[ns[f["receiver"]]].setdefault("net/ipv4/tcp_rmem", _TCP_RMEM)
         for host, rmin in rto.sysctl_min_ms.items():  # the sender's own minimum RTO (rto.py)
             knobs[ns[host]]["net/ipv4/tcp_rto_min_us"] = str(int(rmin * 1000))
         for h, st in net.stacks.items():

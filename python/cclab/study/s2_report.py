@@ -85,10 +85,10 @@ def _kernel_section(res: Any) -> list[str]:
               "never span two), the others two small skbs. With HyStart off that is the whole story, and the "
               "simulator gives the kernel's common split (measured: within 10 % on the means of ten 30 s runs; "
               "some kernel runs give a later application more). With HyStart on the split is set in each subflow's "
-              "first second: the kernel's receiver acknowledges every segment at once while receive-buffer "
-              "autotuning opens its window (tcp_grow_window's quick ACKs), which the simulator, with a fixed "
-              "window, does not model; quick-ACKing the first second in a temporary build moves it most of the "
-              "way to the kernel's means (docs/studies.md, S2, \"HyStart\").</p>",
+              "first second: the receiver acknowledges every segment at once while receive-buffer "
+              "autotuning opens its window (tcp_grow_window's quick ACKs), which the simulator models since "
+              "2026-11-29; app 2 then comes to the kernel's means, app 1 stays above them and app 3 below "
+              "(docs/studies.md, S2, \"HyStart\").</p>",
               "<h3>Rows the kernel does not run</h3>",
               _table(pd.DataFrame(KERNEL_NOT_RUNNABLE, columns=["rows", "why not on the kernel"]))]
     return parts

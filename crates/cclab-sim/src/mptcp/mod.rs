@@ -65,7 +65,7 @@ pub mod sched;
 use std::collections::VecDeque;
 
 use mapping::SubflowMap;
-use recv::DataReceiver;
+use recv::{ConnRcvSpace, DataReceiver};
 
 /// Bytes of MPTCP options on a data segment: a DSS option with a 4-byte DATA_ACK and a mapping
 /// (`MPTCP_SUB_LEN_DSS_ALIGN` + `MPTCP_SUB_LEN_ACK_ALIGN` + `MPTCP_SUB_LEN_SEQ_ALIGN`, v0.9x
@@ -153,6 +153,8 @@ pub struct Connection {
     pub reinject: VecDeque<Reinject>,
     /// The data-level receive side.
     pub rcv: DataReceiver,
+    /// The connection's receive buffer (its autotuning drives its subflows').
+    pub rspace: ConnRcvSpace,
     /// When every byte of a sized transfer was delivered in order, ns.
     pub completion_ns: Option<u64>,
     /// Whose stack it follows.
@@ -172,6 +174,7 @@ impl Connection {
         rwnd_bytes: u64,
         slots: &[u32],
         paths: Vec<Vec<String>>,
+        rspace: ConnRcvSpace,
     ) -> Self {
         Connection {
             id,
@@ -193,6 +196,7 @@ impl Connection {
                 .collect(),
             reinject: VecDeque::new(),
             rcv: DataReceiver::default(),
+            rspace,
             completion_ns: None,
             stack: MptcpStack::default(),
             written: size_bytes,

@@ -4,6 +4,68 @@
 //! the meta out-of-order queue, `mptcp_ofo_queue`; data already received is dropped there, so
 //! a reinjected copy is counted once).
 
+use crate::tcp::rcvbuf::RcvBuf;
+
+/// The connection's receive-buffer autotuning (Linux 6.18 net/mptcp/protocol.c,
+/// `mptcp_rcv_space_adjust`, `mptcp_rcvbuf_grow`): what the application read is measured once
+/// per the longest receiver RTT of the subflows; when it read more than the last measure, the
+/// connection's buffer grows as `tcp_rcvbuf_grow` would (at the smallest of the subflows'
+/// ratios), and then every subflow's buffer and window clamp follow, each with its own last
+/// measure (`tcp_rcvbuf_grow(ssk, copied)`). We diverge: out-of-order data at the connection
+/// level does not widen it.
+#[derive(Debug, Clone)]
+pub struct ConnRcvSpace {
+    /// The connection's `sk_rcvbuf` and `rcvq_space.space` (its first subflow's MSS).
+    pub buf: RcvBuf,
+    /// `rcvq_space.copied`, `.time` (ns; None before the first read), `.rtt_us` (8 times, us).
+    copied: u64,
+    time_ns: Option<u64>,
+    rtt_us8: u64,
+}
+
+impl ConnRcvSpace {
+    pub fn new(mss_bytes: u32, timestamps: bool) -> Self {
+        ConnRcvSpace {
+            buf: RcvBuf::new(mss_bytes, 40 + if timestamps { 12 } else { 0 }),
+            copied: 0,
+            time_ns: None,
+            rtt_us8: 0,
+        }
+    }
+
+    /// The application read `copied` bytes at `now_ns`: true when a measure may end now (the
+    /// caller then gives [`ConnRcvSpace::adjust`] the subflows).
+    pub fn read(&mut self, now_ns: u64, copied: u64) -> bool {
+        if copied == 0 {
+            return false;
+        }
+        let t0 = *self.time_ns.get_or_insert(now_ns);
+        self.copied += copied;
+        self.rtt_us8 == 0 || (now_ns - t0) / 1000 >= self.rtt_us8 >> 3
+    }
+
+    /// After a [`ConnRcvSpace::read`] that returned true: `subflows` gives each established
+    /// subflow's receiver RTT (8 times, us) and scaling ratio. Returns the bytes per RTT the
+    /// subflows' buffers are to grow to, when the connection's grew.
+    pub fn adjust(&mut self, now_ns: u64, subflows: &[(u64, u64)]) -> Option<u64> {
+        let time_us = (now_ns - self.time_ns.unwrap_or(now_ns)) / 1000;
+        self.rtt_us8 = subflows.iter().map(|s| s.0).max().unwrap_or(0);
+        if let Some(r) = subflows.iter().map(|s| s.1).min() {
+            self.buf.scaling_ratio = r;
+        }
+        if self.rtt_us8 == 0 || time_us < self.rtt_us8 >> 3 {
+            return None;
+        }
+        let mut grown = None;
+        if self.copied > self.buf.space_measured() && self.buf.rcvbuf_grow(self.copied, 0) {
+            grown = Some(self.copied);
+        }
+        self.copied = 0;
+        self.time_ns = Some(now_ns);
+        grown
+    }
+}
+
 /// Data-level reassembly.
 #[derive(Debug, Clone, Default)]
 pub struct DataReceiver {

@@ -262,6 +262,7 @@ mod tests {
             delayed_ack: true,
             ack_every_pkts: 2,
             rwnd_bytes: 10 * MSS as u64,
+            autotune: false,
             size_bytes: u64::MAX,
             clock: crate::tcp::clock::KernelClock::exact(1000),
             ecn,

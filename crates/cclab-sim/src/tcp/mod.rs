@@ -6,6 +6,7 @@ pub mod ecn;
 pub mod handshake;
 pub mod minmax;
 mod rack;
+pub mod rcvbuf;
 pub mod receiver;
 mod recovery;
 pub mod rtt;

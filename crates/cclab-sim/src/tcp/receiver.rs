@@ -17,12 +17,16 @@
 //!   `rcv_wup`, each answered by a duplicate ACK (`tcp_validate_incoming`, `tcp_send_dupack`).
 //! - ECN (when the flow has it): CE echoed as ECE, classic or precise (`tcp/ecn.rs`).
 //!
-//! We diverge: the receive window is a fixed `rwnd_bytes` (no autotuning) and the
-//! application reads every byte at once. So the quick ACKs `tcp_grow_window` adds while
-//! autotuning opens the window (`icsk_ack.quick |= 1` each time rcv_ssthresh rises: on 6.18 an
-//! ACK per segment for a flow's first 0.25-1.5 s, measured) are missing (docs/studies.md, S2).
+//! - The window: receive-buffer autotuning and the window offered as 6.18 computes them
+//!   (`tcp/rcvbuf.rs`), with the quick ACK `tcp_grow_window` asks for each time it raises
+//!   rcv_ssthresh (`icsk_ack.quick |= 1`: while the window opens, every segment is ACKed) and
+//!   the window-update ACK of `tcp_cleanup_rbuf` after a read; or, when the flow sets
+//!   `rwnd_bytes`, that fixed window (simulator only).
+//!
+//! We diverge: the application reads every in-order byte when it arrives.
 
 use crate::tcp::ecn::{EcnMode, EcnRcv};
+use crate::tcp::rcvbuf::RcvBuf;
 use crate::tcp::segment::{AckSeg, DataSeg, SeqRange};
 
 /// `TCP_MAX_QUICKACKS`.
@@ -53,8 +57,10 @@ pub struct ReceiverConfig {
     /// ACK at once when more than `ack_every_pkts - 1` full segments are unacknowledged (2:
     /// Linux's "more than one full frame"; more: stretch ACKs, not Linux's policy).
     pub ack_every_pkts: u32,
-    /// Advertised window, bytes.
+    /// Advertised window, bytes, when not `autotune`.
     pub rwnd_bytes: u64,
+    /// The window is Linux's (receive-buffer autotuning, `tcp/rcvbuf.rs`); false: `rwnd_bytes`.
+    pub autotune: bool,
     /// Bytes the application expects (u64::MAX for bulk).
     pub size_bytes: u64,
     /// The kernel's tick clock and timer wheel (`clock.rs`).
@@ -96,8 +102,11 @@ pub struct Receiver {
     dup_ack_counter: u32,
     /// SACK-compression timer deadline, ns.
     comp_deadline: Option<u64>,
-    /// Receiver-side RTT estimate from timestamps, us (0 = none).
-    rcv_rtt_us: u64,
+    /// The receive buffer, the window offered and the receiver's RTT estimate.
+    pub(crate) rb: RcvBuf,
+    /// A subflow of a Multipath TCP connection: its buffer grows with the connection's
+    /// (`mptcp_rcv_space_adjust`), not by its own reads.
+    pub(crate) conn_driven: bool,
     now_ns: u64,
     /// Bytes delivered in order to the application.
     pub delivered_bytes: u64,
@@ -117,6 +126,7 @@ impl Receiver {
     pub fn new(cfg: ReceiverConfig) -> Self {
         Receiver {
             ecn: EcnRcv::new(cfg.ecn),
+            rb: RcvBuf::new(cfg.mss_bytes, 40 + if cfg.timestamps { 12 } else { 0 }),
             cfg,
             rcv_nxt: 0,
             rcv_wup: 0,
@@ -135,7 +145,7 @@ impl Receiver {
             compressed_ack_rcv_nxt: 0,
             dup_ack_counter: 0,
             comp_deadline: None,
-            rcv_rtt_us: 0,
+            conn_driven: false,
             now_ns: 0,
             delivered_bytes: 0,
             completion_ns: None,
@@ -168,15 +178,47 @@ impl Receiver {
         }
     }
 
-    /// `tp->rcv_wnd` as `tcp_incr_quickack` reads it: the initial window (we diverge: no
-    /// autotuning, so it stays there), at most the flow's `rwnd_bytes`.
+    /// `tp->rcv_wnd` as `tcp_incr_quickack` reads it: the window last offered; with a fixed
+    /// window, the initial one, at most `rwnd_bytes`.
     fn rcv_wnd_bytes(&self) -> u64 {
-        initial_rcv_wnd_bytes(self.cfg.mss_bytes).min(self.cfg.rwnd_bytes)
+        if self.cfg.autotune {
+            self.rb.rcv_wnd
+        } else {
+            initial_rcv_wnd_bytes(self.cfg.mss_bytes).min(self.cfg.rwnd_bytes)
+        }
+    }
+
+    /// `icsk_ack.rcv_mss` as `tcp_incr_quickack` reads it (the flow's MSS with a fixed window).
+    fn rcv_mss(&self) -> u64 {
+        if self.cfg.autotune {
+            self.rb.rcv_mss
+        } else {
+            u64::from(self.cfg.mss_bytes)
+        }
+    }
+
+    /// Bytes the out-of-order queue holds in the buffer (a truesize per segment).
+    fn ofo_rmem(&self) -> u64 {
+        let mss = u64::from(self.cfg.mss_bytes.max(1));
+        self.ofo
+            .iter()
+            .map(|r| (r.end - r.start).div_ceil(mss) * self.rb.truesize(mss))
+            .sum()
+    }
+
+    /// How far out-of-order data reaches beyond rcv_nxt (`ooo_last_skb`'s end).
+    fn ofo_span(&self) -> u64 {
+        self.ofo.last().map_or(0, |r| r.end - self.rcv_nxt)
+    }
+
+    /// The window free space allows and the whole buffer's (`tcp_space`, `tcp_full_space`).
+    fn free_and_allowed(&self) -> (u64, u64) {
+        (self.rb.space(self.ofo_rmem()), self.rb.full_space())
     }
 
     /// `tcp_incr_quickack`.
     fn incr_quickack(&mut self, max_quickacks: u32) {
-        let mut q = (self.rcv_wnd_bytes() / (2 * self.cfg.mss_bytes as u64)) as u32;
+        let mut q = (self.rcv_wnd_bytes() / (2 * self.rcv_mss())) as u32;
         if q == 0 {
             q = 2;
         }
@@ -197,9 +239,14 @@ impl Receiver {
         self.ack_sched && self.delack_deadline.is_some()
     }
 
-    /// `tcp_event_data_recv`: ATO estimation.
-    fn event_data_recv(&mut self) {
+    /// `tcp_event_data_recv` for `len` bytes, `rmem` held with them: the peer's MSS, the
+    /// receiver's RTT without timestamps, ATO estimation, then `tcp_grow_window`.
+    fn event_data_recv(&mut self, len: u64, rmem: u64) {
         self.ack_sched = true;
+        self.rb.measure_rcv_mss(len);
+        if !self.cfg.timestamps {
+            self.rb.rtt_measure(self.now_ns, self.rcv_nxt);
+        }
         let now = self.jiffies();
         let ato_min = self.ato_min();
         if self.ato == 0 {
@@ -218,6 +265,9 @@ impl Receiver {
             }
         }
         self.lrcvtime = now;
+        if self.cfg.autotune && len >= 128 && self.rb.grow_window(len, rmem) {
+            self.quick |= 1;
+        }
     }
 
     /// A data segment arrived; ACKs to send go to `out`.
@@ -244,16 +294,13 @@ impl Receiver {
             {
                 self.ts_recent = seg.tsval;
             }
-            // tcp_rcv_rtt_measure_ts (EWMA of timestamp echoes; ms resolution).
-            if seg.tsecr != 0 && seg.len >= self.cfg.mss_bytes {
-                let sample_us = (self.ts_now().wrapping_sub(seg.tsecr) as u64).max(1) * 1000;
-                self.rcv_rtt_us = if self.rcv_rtt_us == 0 {
-                    sample_us
-                } else {
-                    (7 * self.rcv_rtt_us + sample_us) / 8
-                };
+            // tcp_rcv_rtt_measure_ts.
+            if seg.tsecr != 0 {
+                self.rb
+                    .rtt_measure_ts(self.ts_now(), seg.tsecr, u64::from(seg.len));
             }
         }
+        self.rb.start(now_ns, self.rcv_nxt);
         self.ecn_accept_cwr(seg);
         if end <= self.rcv_nxt {
             // A retransmit, 2nd most common case. Force an immediate ack (tcp_data_queue:
@@ -265,14 +312,42 @@ impl Receiver {
             if seq < self.rcv_nxt {
                 self.dsack_set(seq, self.rcv_nxt);
             }
+            let rmem = self.ofo_rmem() + self.rb.truesize(u64::from(seg.len));
             self.advance(end);
-            self.event_data_recv();
+            self.event_data_recv(u64::from(seg.len), rmem);
             self.ecn_check_ce(seg, out);
+            self.ack_snd_check(out);
+            self.read(out);
+            return;
         } else {
             self.ecn_check_ce(seg, out);
             self.data_queue_ofo(seq, end);
         }
         self.ack_snd_check(out);
+    }
+
+    /// The application reads what came in order (`tcp_recvmsg`): `tcp_rcv_space_adjust`, then
+    /// `tcp_cleanup_rbuf`'s window update: an ACK at once when the window it can offer now is
+    /// at least twice what the peer may still send.
+    fn read(&mut self, out: &mut Vec<AckSeg>) {
+        if !self.cfg.autotune || self.conn_driven {
+            return;
+        }
+        let span = self.ofo_span();
+        self.rb.space_adjust(self.now_ns, self.rcv_nxt, span);
+        self.window_update(out);
+    }
+
+    /// `tcp_cleanup_rbuf`'s window-update test (no ACK already due).
+    pub(crate) fn window_update(&mut self, out: &mut Vec<AckSeg>) {
+        let now_wnd = (self.rcv_wup + self.rb.rcv_wnd).saturating_sub(self.rcv_nxt);
+        if 2 * now_wnd <= self.rb.window_clamp {
+            let (free, allowed) = self.free_and_allowed();
+            let (new, _) = self.rb.select_window_raw(free, allowed);
+            if new > 0 && new >= 2 * now_wnd {
+                self.send_ack(out);
+            }
+        }
     }
 
     /// In-order data up to `end`: move the out-of-order queue in (`tcp_ofo_queue`).
@@ -343,6 +418,18 @@ impl Receiver {
             j += 1;
         }
         self.ofo.splice(pos..j, std::iter::once(merged));
+        if self.cfg.autotune {
+            // tcp_data_queue_ofo's end: tcp_grow_window, then tcp_rcvbuf_grow at the last
+            // measure, to hold the out-of-order data too.
+            let rmem = self.ofo_rmem();
+            if end - seq >= 128 && self.rb.grow_window(end - seq, rmem) {
+                self.quick |= 1;
+            }
+            if !self.conn_driven {
+                let space = self.rb.space_measured();
+                self.rb.rcvbuf_grow(space, self.ofo_span());
+            }
+        }
         if !self.cfg.sack {
             return;
         }
@@ -384,8 +471,14 @@ impl Receiver {
         }
         // __tcp_ack_snd_check: "more than one full frame received" (ack_every_pkts = 2), or the
         // stretch-ACK variant's more than ack_every_pkts - 1.
+        // With autotuning, also "right edge of window advances far enough" (the window it
+        // would offer now is not below the one offered: `__tcp_select_window(sk) >= rcv_wnd`).
         let more_than_one_frame = self.rcv_nxt - self.rcv_wup
-            > (self.cfg.ack_every_pkts.max(2) as u64 - 1) * self.cfg.mss_bytes as u64;
+            > (self.cfg.ack_every_pkts.max(2) as u64 - 1) * self.rcv_mss()
+            && (!self.cfg.autotune || {
+                let (free, allowed) = self.free_and_allowed();
+                self.rb.select_window_raw(free, allowed).0 >= self.rb.rcv_wnd
+            });
         // A subflow of an upstream MPTCP connection: its window is the connection's, raised to the
         // right edge another subflow offered (net/mptcp/options.c `mptcp_set_rwin`), and data
         // just queued at the connection is not yet read, so `__tcp_select_window(sk) >=
@@ -417,7 +510,7 @@ impl Receiver {
         if self.comp_deadline.is_some() {
             return;
         }
-        let delay = COMP_SACK_DELAY_NS.min(self.rcv_rtt_us * 1000 / 20);
+        let delay = COMP_SACK_DELAY_NS.min(self.rb.rtt_us() * 1000 / 20);
         self.comp_deadline = Some(self.now_ns + delay.max(1));
     }
 
@@ -514,9 +607,21 @@ impl Receiver {
     /// The ACK segment for `ack` with the current window, timestamps, SACK blocks (taking a
     /// pending D-SACK) and ECE (`tcp_ecn_send`).
     fn build_ack(&mut self, ack: u64) -> AckSeg {
+        let rwnd_bytes = if self.cfg.autotune {
+            let (free, allowed) = self.free_and_allowed();
+            let (w, end_quick) = self
+                .rb
+                .select_window(free, allowed, self.rcv_wup, self.rcv_nxt);
+            if end_quick {
+                self.quick = 0;
+            }
+            w
+        } else {
+            self.cfg.rwnd_bytes
+        };
         let mut a = AckSeg {
             ack,
-            rwnd_bytes: self.cfg.rwnd_bytes,
+            rwnd_bytes,
             sack: [SeqRange::default(); 4],
             n_sack: 0,
             tsval: if self.cfg.timestamps {
@@ -584,6 +689,7 @@ mod tests {
             delayed_ack: delayed,
             ack_every_pkts: 2,
             rwnd_bytes: 1 << 30,
+            autotune: false,
             size_bytes: u64::MAX,
             clock: crate::tcp::clock::KernelClock::exact(1000),
             ecn: EcnMode::Off,
@@ -631,6 +737,57 @@ mod tests {
         }
         assert_eq!(out.len(), 5, "then one ACK per two full segments");
         assert_eq!(out.last().unwrap().ack, 26_000);
+    }
+
+    /// With autotuning (`rwnd_bytes` = 0), every segment is ACKed at once while
+    /// `tcp_grow_window` raises rcv_ssthresh towards a clamp the buffer's growth just raised,
+    /// then one per two segments once it has caught up.
+    #[test]
+    fn autotuning_acks_every_segment_while_the_window_opens() {
+        let mut r = Receiver::new(ReceiverConfig {
+            mss_bytes: 1448,
+            autotune: true,
+            ..rcv(true).cfg
+        });
+        let seg = |i: u64| DataSeg {
+            seq: i * 1448,
+            len: 1448,
+            ..seg(0)
+        };
+        let mut out = Vec::new();
+        let mut feed = |r: &mut Receiver, from: u64, to: u64, out: &mut Vec<AckSeg>| {
+            out.clear();
+            for i in from..to {
+                r.on_data(i * 1000 + 100_000, &seg(i), out);
+            }
+            out.len()
+        };
+        feed(&mut r, 0, 30, &mut out);
+        assert_eq!(
+            r.rb.rcv_ssthresh, 80_480,
+            "min(clamp, tcp_space less the skb)"
+        );
+        assert_eq!(
+            feed(&mut r, 30, 40, &mut out),
+            5,
+            "caught up: one ACK per two segments"
+        );
+        // A read measure grows the buffer, and the clamp with it.
+        assert!(r.rb.rcvbuf_grow(30_408, 0));
+        let clamp = r.rb.window_clamp;
+        assert!(clamp > 150_000, "clamp {clamp}");
+        let top = clamp.min(r.rb.space(2304)); // tcp_space with the arriving skb charged
+        let raises = (top - 80_480).div_ceil(2896);
+        let acks = feed(&mut r, 40, 40 + raises, &mut out) as u64;
+        assert_eq!(acks, raises, "every segment ACKed");
+        assert_eq!(r.rb.rcv_ssthresh, top);
+        let n = 40 + raises;
+        assert_eq!(
+            feed(&mut r, n, n + 10, &mut out),
+            5,
+            "then one per two segments again"
+        );
+        assert_eq!(out.last().unwrap().rwnd_bytes, top.div_ceil(1024) * 1024);
     }
 
     /// Stretch ACKs (`ack_every_pkts` = 8): after the quick ACKs, one ACK per 8 full segments
@@ -681,6 +838,7 @@ mod tests {
     fn a_small_window_gives_fewer_quickacks() {
         let mut r = Receiver::new(ReceiverConfig {
             rwnd_bytes: 10_000,
+            autotune: false,
             ..rcv(true).cfg
         });
         let mut out = Vec::new();

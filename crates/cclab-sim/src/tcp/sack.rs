@@ -33,7 +33,7 @@ impl Sender {
         let found_dup_sack = self.check_dsack(a, prior_snd_una, &mut f, ss);
         // Eliminate too old ACKs, but take into account more or less fresh ones, they can
         // contain valid SACK info. (The kernel returns 0 here: not even the D-SACK flags.)
-        if a.ack < prior_snd_una.saturating_sub(self.snd_wnd) {
+        if a.ack < prior_snd_una.saturating_sub(self.max_window) {
             return 0;
         }
         if self.tp.packets_out == 0 {
@@ -131,7 +131,7 @@ impl Sender {
 
     /// `tcp_dsack_seen` (6.18): take note of a D-SACK for `[start, end)`; returns how many
     /// segments it reports duplicated, 0 when it is dubious and ignored: longer than the peer's
-    /// largest window (`tp->max_window`; the receiver's window is fixed here, so `snd_wnd`), or
+    /// largest window (`tp->max_window`), or
     /// more duplicates reported over the connection than the sender ever retransmitted
     /// (`tp->dsack_dups > tp->total_retrans`). RACK widens its reordering window only for
     /// D-SACKs that may come from reordering having made it retransmit spuriously: not before
@@ -143,7 +143,7 @@ impl Sender {
             return 0;
         }
         let seq_len = end - start;
-        if seq_len > self.snd_wnd {
+        if seq_len > self.max_window {
             return 0;
         }
         let mss = self.tp.mss_cache as u64;
@@ -198,7 +198,7 @@ impl Sender {
             return false;
         }
         // Undo_marker boundary crossing (overestimates a lot).
-        start >= end.saturating_sub(self.snd_wnd)
+        start >= end.saturating_sub(self.max_window)
     }
 
     /// `tcp_highest_sack_seq`: the end of the highest SACKed segment, snd_una when none is.

@@ -210,6 +210,8 @@ pub struct Sender {
     pub(crate) rtx: RtxQueue,
     /// Peer's advertised window, bytes (`snd_wnd`).
     pub(crate) snd_wnd: u64,
+    /// The largest window the peer has offered (`tp->max_window`; u64::MAX before its first).
+    pub(crate) max_window: u64,
     pub(crate) rtt_seq: u64,
     pub(crate) rtt_min: MinMax,
     /// The xmit timer (`icsk_pending`, `icsk_timeout`), deadline in ns.
@@ -285,6 +287,7 @@ impl Sender {
             cc,
             rtx: RtxQueue::new(cfg.mss_bytes),
             snd_wnd: u64::MAX,
+            max_window: u64::MAX,
             rtt_seq: 0,
             // tcp_init_sock: minmax_reset(&tp->rtt_min, tcp_jiffies32, ~0U).
             rtt_min: {
@@ -928,6 +931,11 @@ impl Sender {
             flag |= flag::WIN_UPDATE;
         }
         self.snd_wnd = a.rwnd_bytes;
+        self.max_window = if self.max_window == u64::MAX {
+            a.rwnd_bytes
+        } else {
+            self.max_window.max(a.rwnd_bytes)
+        };
 
         // tcp_snd_una_update happens before SACK tagging, as in tcp_ack().
         self.tp.snd_una = ack;

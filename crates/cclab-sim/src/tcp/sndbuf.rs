@@ -306,7 +306,7 @@ impl Sender {
     /// whole segments.
     pub(crate) fn size_goal(&self) -> u64 {
         let mss = u64::from(self.tp.mss_cache).max(1);
-        let goal = GSO_MAX_SIZE_BYTES.min((self.snd_wnd / 2).max(mss));
+        let goal = GSO_MAX_SIZE_BYTES.min((self.max_window / 2).max(mss));
         (goal / mss).max(1) * mss
     }
 

@@ -138,6 +138,10 @@ impl World {
         let before = conn.rcv.rcv_nxt;
         conn.on_subflow_delivered(k, rcv_nxt, t);
         let data_ack = conn.rcv.rcv_nxt;
+        if data_ack > before {
+            self.mptcp_rcv_space_adjust(t, c, data_ack - before);
+        }
+        let conn = &mut self.conns[c];
         if conn.stack == MptcpStack::Linux && data_ack > before {
             let mut others = std::mem::take(&mut self.ack_buf_read);
             for j in 0..self.conns[c].subflows.len() {
@@ -161,6 +165,33 @@ impl World {
         }
         for a in acks.iter_mut() {
             a.data_ack = data_ack;
+        }
+    }
+
+    /// The application read `copied` bytes of connection `c` (`mptcp_rcv_space_adjust`): when
+    /// the connection's buffer grows, its established subflows' follow.
+    fn mptcp_rcv_space_adjust(&mut self, t: u64, c: usize, copied: u64) {
+        if !self.conns[c].rspace.read(t, copied) {
+            return;
+        }
+        let conn = &self.conns[c];
+        let subs: Vec<(u64, u64)> = conn
+            .subflows
+            .iter()
+            .filter(|s| s.joined)
+            .map(|s| {
+                let rb = &self.flows[s.slot as usize].receiver.rb;
+                (rb.rtt_us8, rb.scaling_ratio)
+            })
+            .collect();
+        if let Some(newval) = self.conns[c].rspace.adjust(t, &subs) {
+            for j in 0..self.conns[c].subflows.len() {
+                let s = &self.conns[c].subflows[j];
+                if s.joined {
+                    let slot = s.slot as usize;
+                    self.flows[slot].receiver.rb.rcvbuf_grow(newval, 0);
+                }
+            }
         }
     }
 
