@@ -33,6 +33,15 @@ impl ConnRcvSpace {
         }
     }
 
+    /// `mptcp_space`: the window the connection's free buffer allows (out-of-order data at the
+    /// connection level held, `ooo_bytes`, a truesize per `mss_bytes` segment) and its whole
+    /// buffer's, at the smallest of its subflows' ratios.
+    pub fn space(&self, ooo_bytes: u64, mss_bytes: u64) -> (u64, u64) {
+        let mss = mss_bytes.max(1);
+        let rmem = ooo_bytes.div_ceil(mss) * self.buf.truesize(mss);
+        (self.buf.space(rmem), self.buf.full_space())
+    }
+
     /// The application read `copied` bytes at `now_ns`: true when a measure may end now (the
     /// caller then gives [`ConnRcvSpace::adjust`] the subflows).
     pub fn read(&mut self, now_ns: u64, copied: u64) -> bool {

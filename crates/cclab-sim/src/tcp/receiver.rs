@@ -107,6 +107,9 @@ pub struct Receiver {
     /// A subflow of a Multipath TCP connection: its buffer grows with the connection's
     /// (`mptcp_rcv_space_adjust`), not by its own reads.
     pub(crate) conn_driven: bool,
+    /// A subflow's window comes from its connection's buffer (`mptcp_space`): the window its
+    /// free space and its whole buffer allow, set by the world as they change.
+    pub(crate) conn_space: Option<(u64, u64)>,
     now_ns: u64,
     /// Bytes delivered in order to the application.
     pub delivered_bytes: u64,
@@ -146,6 +149,7 @@ impl Receiver {
             dup_ack_counter: 0,
             comp_deadline: None,
             conn_driven: false,
+            conn_space: None,
             now_ns: 0,
             delivered_bytes: 0,
             completion_ns: None,
@@ -213,6 +217,9 @@ impl Receiver {
 
     /// The window free space allows and the whole buffer's (`tcp_space`, `tcp_full_space`).
     fn free_and_allowed(&self) -> (u64, u64) {
+        if let Some(c) = self.conn_space {
+            return c;
+        }
         (self.rb.space(self.ofo_rmem()), self.rb.full_space())
     }
 

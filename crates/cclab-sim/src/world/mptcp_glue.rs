@@ -141,6 +141,9 @@ impl World {
         if data_ack > before {
             self.mptcp_rcv_space_adjust(t, c, data_ack - before);
         }
+        if self.conns[c].stack == MptcpStack::Linux {
+            self.mptcp_space(c);
+        }
         let conn = &mut self.conns[c];
         if conn.stack == MptcpStack::Linux && data_ack > before {
             let mut others = std::mem::take(&mut self.ack_buf_read);
@@ -165,6 +168,17 @@ impl World {
         }
         for a in acks.iter_mut() {
             a.data_ack = data_ack;
+        }
+    }
+
+    /// Hand connection `c`'s buffer space (`mptcp_space`) to its subflows' receivers, which
+    /// offer windows from it (upstream's stack; v0.9x's subflows offer their own, we diverge).
+    fn mptcp_space(&mut self, c: usize) {
+        let mss = self.conn_mss(c);
+        let conn = &self.conns[c];
+        let space = conn.rspace.space(conn.rcv.ooo_bytes(), mss);
+        for s in &conn.subflows {
+            self.flows[s.slot as usize].receiver.conn_space = Some(space);
         }
     }
 
