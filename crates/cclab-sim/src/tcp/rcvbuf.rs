@@ -113,6 +113,8 @@ pub struct RcvBuf {
     pub rcv_mss: u64,
     /// Frame headers of a data segment (IP + TCP + options), for the truesize.
     header_bytes: u64,
+    /// The truesize of a full segment (`advmss` bytes).
+    truesize_mss: u64,
     /// `rcvq_space.space`, `.seq` (copied_seq then), `.time` (ns; None before the first data).
     space: u64,
     space_seq: u64,
@@ -165,6 +167,7 @@ impl RcvBuf {
             scaling_ratio: DEFAULT_SCALING_RATIO,
             rcv_mss: MSS_DEFAULT.min(advmss).min(rcv_wnd / 2).max(88),
             header_bytes: u64::from(header_bytes),
+            truesize_mss: tun_truesize_bytes(advmss, u64::from(header_bytes)),
             space: rcv_ssthresh.min(rcv_wnd).min(INIT_CWND * advmss),
             space_seq: 0,
             space_time_ns: None,
@@ -178,6 +181,9 @@ impl RcvBuf {
 
     /// The truesize of a `len`-byte data skb.
     pub fn truesize(&self, len: u64) -> u64 {
+        if len == self.advmss {
+            return self.truesize_mss;
+        }
         tun_truesize_bytes(len, self.header_bytes)
     }
 

@@ -203,6 +203,9 @@ impl Receiver {
 
     /// Bytes the out-of-order queue holds in the buffer (a truesize per segment).
     fn ofo_rmem(&self) -> u64 {
+        if self.ofo.is_empty() {
+            return 0;
+        }
         let mss = u64::from(self.cfg.mss_bytes.max(1));
         self.ofo
             .iter()
