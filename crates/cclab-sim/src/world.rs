@@ -500,7 +500,6 @@ impl World {
                     delayed_ack: f.delayed_ack,
                     ack_every_pkts: f.ack_every_pkts,
                     // A subflow's window is the connection's, applied at the data level.
-                    // A subflow's window is the connection's, applied at the data level.
                     rwnd_bytes: if f.rwnd_bytes == 0 || mptcp {
                         UNLIMITED_RWND_BYTES
                     } else {

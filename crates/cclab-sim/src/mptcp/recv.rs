@@ -26,7 +26,7 @@ pub struct ConnRcvSpace {
 impl ConnRcvSpace {
     pub fn new(mss_bytes: u32, timestamps: bool) -> Self {
         ConnRcvSpace {
-            buf: RcvBuf::new(mss_bytes, 40 + if timestamps { 12 } else { 0 }),
+            buf: RcvBuf::new(mss_bytes, timestamps),
             copied: 0,
             time_ns: None,
             rtt_us8: 0,
@@ -34,11 +34,10 @@ impl ConnRcvSpace {
     }
 
     /// `mptcp_space`: the window the connection's free buffer allows (out-of-order data at the
-    /// connection level held, `ooo_bytes`, a truesize per `mss_bytes` segment) and its whole
-    /// buffer's, at the smallest of its subflows' ratios.
-    pub fn space(&self, ooo_bytes: u64, mss_bytes: u64) -> (u64, u64) {
-        let mss = mss_bytes.max(1);
-        let rmem = ooo_bytes.div_ceil(mss) * self.buf.truesize(mss);
+    /// connection level held, `ooo_bytes`) and its whole buffer's, at the smallest of its
+    /// subflows' ratios.
+    pub fn space(&self, ooo_bytes: u64) -> (u64, u64) {
+        let rmem = self.buf.ofo_charge(ooo_bytes);
         (self.buf.space(rmem), self.buf.full_space())
     }
 

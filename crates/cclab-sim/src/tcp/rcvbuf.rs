@@ -66,6 +66,25 @@ pub fn tun_truesize_bytes(payload: u64, header_bytes: u64) -> u64 {
     slab + 256
 }
 
+/// Bytes of IP and TCP headers on a data segment (with the timestamp option or without).
+fn data_header_bytes(timestamps: bool) -> u64 {
+    40 + if timestamps { 12 } else { 0 }
+}
+
+/// The window a Linux 6.18 receiver offers first, bytes: `tcp_select_initial_window` with
+/// `tcp_full_space` = `tcp_win_from_space(tcp_rmem[1])` (half the 128 KiB default buffer),
+/// rounded down to a multiple of the MSS (`net/ipv4/tcp_output.c`; no `init_rcv_wnd` route
+/// metric). 65160 bytes at MSS 1448.
+pub fn initial_rcv_wnd_bytes(mss_bytes: u32) -> u64 {
+    let full = win_from_space(DEFAULT_SCALING_RATIO, TCP_RMEM_BYTES[1]);
+    let mss = u64::from(mss_bytes.max(1));
+    if full > mss {
+        full / mss * mss
+    } else {
+        full
+    }
+}
+
 /// `tcp_win_from_space`.
 fn win_from_space(ratio: u64, space: u64) -> u64 {
     (space * ratio) >> RMEM_TO_WIN_SCALE
@@ -132,9 +151,11 @@ pub struct RcvBuf {
 
 impl RcvBuf {
     /// A passive socket just established (`tcp_select_initial_window` on the listener's
-    /// buffer, then `tcp_init_buffer_space`).
-    pub fn new(mss_bytes: u32, header_bytes: u32) -> Self {
+    /// buffer, then `tcp_init_buffer_space`), receiving `mss_bytes` segments with or without
+    /// the timestamp option.
+    pub fn new(mss_bytes: u32, timestamps: bool) -> Self {
         let advmss = u64::from(mss_bytes.max(1));
+        let header_bytes = data_header_bytes(timestamps);
         let [_, rmem_default, rmem_max] = TCP_RMEM_BYTES;
         let full = win_from_space(DEFAULT_SCALING_RATIO, rmem_default);
         // tcp_select_initial_window: the window scale covers max(tcp_rmem[2], rmem_max).
@@ -144,11 +165,7 @@ impl RcvBuf {
             span >>= 1;
             wscale += 1;
         }
-        let rcv_wnd = if full > advmss {
-            full / advmss * advmss
-        } else {
-            full
-        };
+        let rcv_wnd = initial_rcv_wnd_bytes(mss_bytes);
         // tcp_init_buffer_space (tcp_app_win = 31): the clamp is the full space, less one
         // segment reserved.
         let mut clamp = full;
@@ -166,8 +183,8 @@ impl RcvBuf {
             rcv_wnd,
             scaling_ratio: DEFAULT_SCALING_RATIO,
             rcv_mss: MSS_DEFAULT.min(advmss).min(rcv_wnd / 2).max(88),
-            header_bytes: u64::from(header_bytes),
-            truesize_mss: tun_truesize_bytes(advmss, u64::from(header_bytes)),
+            header_bytes,
+            truesize_mss: tun_truesize_bytes(advmss, header_bytes),
             space: rcv_ssthresh.min(rcv_wnd).min(INIT_CWND * advmss),
             space_seq: 0,
             space_time_ns: None,
@@ -185,6 +202,12 @@ impl RcvBuf {
             return self.truesize_mss;
         }
         tun_truesize_bytes(len, self.header_bytes)
+    }
+
+    /// What `bytes` of out-of-order data hold in the buffer: a full segment's truesize per
+    /// segment (the kernel's coalescing of adjacent skbs is not modelled).
+    pub fn ofo_charge(&self, bytes: u64) -> u64 {
+        bytes.div_ceil(self.advmss) * self.truesize_mss
     }
 
     /// `tcp_win_from_space` at this socket's ratio.
@@ -447,7 +470,7 @@ mod tests {
     #[test]
     fn a_full_tun_frame_has_truesize_2304_and_ratio_160() {
         assert_eq!(tun_truesize_bytes(1448, 52), 2304);
-        let mut b = RcvBuf::new(1448, 52);
+        let mut b = RcvBuf::new(1448, true);
         assert_eq!(
             (b.rcv_wnd, b.window_clamp, b.space),
             (65_160, 64_088, 14_480)
@@ -466,7 +489,7 @@ mod tests {
     /// term; without it the buffer would not have grown).
     #[test]
     fn a_grow_event_matches_the_kernels_trace() {
-        let mut b = RcvBuf::new(1448, 52);
+        let mut b = RcvBuf::new(1448, true);
         b.measure_rcv_mss(1448);
         b.space = 15_928;
         assert!(b.rcvbuf_grow(30_408, 0));
@@ -481,7 +504,7 @@ mod tests {
     /// quick ACKs).
     #[test]
     fn rcv_ssthresh_climbs_two_segments_a_segment_to_the_free_space() {
-        let mut b = RcvBuf::new(1448, 52);
+        let mut b = RcvBuf::new(1448, true);
         b.measure_rcv_mss(1448);
         let start = b.rcv_ssthresh;
         let mut raised = 0;
@@ -501,7 +524,7 @@ mod tests {
     /// shrinks.
     #[test]
     fn the_window_offered_is_rounded_up_and_never_shrinks() {
-        let mut b = RcvBuf::new(1448, 52);
+        let mut b = RcvBuf::new(1448, true);
         b.measure_rcv_mss(1448);
         b.rcv_ssthresh = 80_480;
         let (w, _) = b.select_window(b.space(0), b.full_space(), 0, 0);
@@ -518,7 +541,7 @@ mod tests {
     /// zero-tick sample is not taken.
     #[test]
     fn receiver_rtt_takes_the_minimum_at_once() {
-        let mut b = RcvBuf::new(1448, 52);
+        let mut b = RcvBuf::new(1448, true);
         b.measure_rcv_mss(1448);
         b.rtt_measure_ts(200, 100, 1448);
         assert_eq!(b.rtt_us(), 100_000);

@@ -26,16 +26,11 @@
 //! We diverge: the application reads every in-order byte when it arrives.
 
 use crate::tcp::ecn::{EcnMode, EcnRcv};
-use crate::tcp::rcvbuf::RcvBuf;
+use crate::tcp::rcvbuf::{initial_rcv_wnd_bytes, RcvBuf};
 use crate::tcp::segment::{AckSeg, DataSeg, SeqRange};
 
 /// `TCP_MAX_QUICKACKS`.
 const MAX_QUICKACKS: u32 = 16;
-/// `sysctl_tcp_rmem[1]`: the receive buffer a socket starts with, bytes.
-const TCP_RMEM_DEFAULT_BYTES: u64 = 131_072;
-/// `TCP_DEFAULT_SCALING_RATIO` over 256: the share of the buffer `tcp_win_from_space` offers as
-/// window before any skb has been seen (1/2).
-const DEFAULT_SCALING_RATIO: u64 = 128;
 /// `TCP_FASTRETRANS_THRESH`.
 const FASTRETRANS_THRESH: u32 = 3;
 /// `sysctl_tcp_comp_sack_nr`.
@@ -129,7 +124,7 @@ impl Receiver {
     pub fn new(cfg: ReceiverConfig) -> Self {
         Receiver {
             ecn: EcnRcv::new(cfg.ecn),
-            rb: RcvBuf::new(cfg.mss_bytes, 40 + if cfg.timestamps { 12 } else { 0 }),
+            rb: RcvBuf::new(cfg.mss_bytes, cfg.timestamps),
             cfg,
             rcv_nxt: 0,
             rcv_wup: 0,
@@ -203,13 +198,9 @@ impl Receiver {
 
     /// Bytes the out-of-order queue holds in the buffer (a truesize per segment).
     fn ofo_rmem(&self) -> u64 {
-        if self.ofo.is_empty() {
-            return 0;
-        }
-        let mss = u64::from(self.cfg.mss_bytes.max(1));
         self.ofo
             .iter()
-            .map(|r| (r.end - r.start).div_ceil(mss) * self.rb.truesize(mss))
+            .map(|r| self.rb.ofo_charge(r.end - r.start))
             .sum()
     }
 
@@ -349,7 +340,7 @@ impl Receiver {
     }
 
     /// `tcp_cleanup_rbuf`'s window-update test (no ACK already due).
-    pub(crate) fn window_update(&mut self, out: &mut Vec<AckSeg>) {
+    fn window_update(&mut self, out: &mut Vec<AckSeg>) {
         let now_wnd = (self.rcv_wup + self.rb.rcv_wnd).saturating_sub(self.rcv_nxt);
         if 2 * now_wnd <= self.rb.window_clamp {
             let (free, allowed) = self.free_and_allowed();
@@ -667,20 +658,6 @@ impl Receiver {
     }
 }
 
-/// The window a Linux 6.18 receiver offers first, bytes: `tcp_select_initial_window` with
-/// `tcp_full_space` = `tcp_win_from_space(tcp_rmem[1])` (half the 128 KiB default buffer), rounded
-/// down to a multiple of the MSS (`net/ipv4/tcp_output.c`; `tcp_rmem` as shipped, no
-/// `init_rcv_wnd` route metric). 65160 bytes at MSS 1448.
-pub(crate) fn initial_rcv_wnd_bytes(mss_bytes: u32) -> u64 {
-    let space = TCP_RMEM_DEFAULT_BYTES * DEFAULT_SCALING_RATIO / 256;
-    let mss = u64::from(mss_bytes.max(1));
-    if space > mss {
-        space / mss * mss
-    } else {
-        space
-    }
-}
-
 /// How many ticks `tsval` is older than `ts_recent`, `(s32)(ts_recent - tsval)` as in
 /// `tcp_paws_check` (include/net/tcp.h); negative when it is newer.
 pub(crate) fn ts_older(ts_recent: u32, tsval: u32) -> i32 {
@@ -765,7 +742,7 @@ mod tests {
             ..seg(0)
         };
         let mut out = Vec::new();
-        let mut feed = |r: &mut Receiver, from: u64, to: u64, out: &mut Vec<AckSeg>| {
+        let feed = |r: &mut Receiver, from: u64, to: u64, out: &mut Vec<AckSeg>| {
             out.clear();
             for i in from..to {
                 r.on_data(i * 1000 + 100_000, &seg(i), out);

@@ -174,9 +174,8 @@ impl World {
     /// Hand connection `c`'s buffer space (`mptcp_space`) to its subflows' receivers, which
     /// offer windows from it (upstream's stack; v0.9x's subflows offer their own, we diverge).
     fn mptcp_space(&mut self, c: usize) {
-        let mss = self.conn_mss(c);
         let conn = &self.conns[c];
-        let space = conn.rspace.space(conn.rcv.ooo_bytes(), mss);
+        let space = conn.rspace.space(conn.rcv.ooo_bytes());
         for s in &conn.subflows {
             self.flows[s.slot as usize].receiver.conn_space = Some(space);
         }
